@@ -1,0 +1,58 @@
+"""Typed errors. Each one names the tensor, node, shape or rule at fault, because errors teach."""
+
+from __future__ import annotations
+
+
+class MinigraphError(Exception):
+    """Base class of every error minigraph raises on purpose."""
+
+
+class ShapeError(MinigraphError, ValueError):
+    """Operand shapes do not fit the op's shape rule."""
+
+
+class DTypeError(MinigraphError, TypeError):
+    """Operand dtypes do not fit the op's dtype rule."""
+
+
+class GraphError(MinigraphError, ValueError):
+    """The graph is malformed: duplicate names, dangling tensors, unknown nodes."""
+
+
+class CycleError(GraphError):
+    """An edit would make the graph cyclic; the message lists the cycle."""
+
+
+class UnknownOpError(MinigraphError, KeyError):
+    """An op name that is not in the registry."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0])
+
+
+class GradError(MinigraphError, ValueError):
+    """The gradient pass cannot run: non-scalar loss, integer input, op without a rule."""
+
+
+class FeedError(MinigraphError, ValueError):
+    """A feed to the executor is missing, unknown, or of the wrong shape or dtype."""
+
+
+class PlanError(MinigraphError, ValueError):
+    """A memory plan breaks a rule: overlap of live tensors, misalignment, out of arena."""
+
+
+class BudgetError(MinigraphError, ValueError):
+    """A DTR budget below what the graph needs; carries the smallest feasible budget."""
+
+    def __init__(self, message: str, minimum: int | None = None):
+        super().__init__(message)
+        self.minimum = minimum
+
+
+class ThrashError(MinigraphError, RuntimeError):
+    """DTR recomputation exceeded its limit (it would thrash rather than finish)."""
+
+
+class DeviceError(MinigraphError, RuntimeError):
+    """The requested device (GPU) is not available, or the plan does not suit it."""

@@ -1,0 +1,115 @@
+"""`MemoryOptions` -> `plan_memory(graph, options)` -> `MemoryReport`: the one entry point.
+
+The steps, each in its own module: schedule (orders.py), liveness (liveness.py), in-place
+pairs (inplace.py), colours (coloring.py), sharing (planners/), validation (buffers.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..graph import Graph, _fmt_bytes
+from .buffers import Buffer, theoretical_minimum
+from .coloring import tensor_colors
+from .inplace import inplace_pairs, merge_inplace
+from .liveness import Liveness, liveness
+from .orders import schedule
+from .plan import MemoryPlan
+from .planners import plan_buffers
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """The switches a notebook flips. `sharing` names a planner; `colors=k` keeps k colour
+    classes apart (parallel-safe sharing); `planner_args` go to the planner (e.g.
+    match_range, time_limit, seed)."""
+    inplace: bool = False
+    sharing: str = "none"
+    colors: int = 1
+    order: str = "program"
+    alignment: int = 512
+    planner_args: dict = field(default_factory=dict)
+
+    def replace(self, **kw: Any) -> MemoryOptions:
+        d = asdict(self)
+        d.update(kw)
+        return MemoryOptions(**d)
+
+
+@dataclass
+class MemoryReport:
+    """A plan with the numbers a student compares: no reuse, this plan, the minimum."""
+    plan: MemoryPlan
+    options: MemoryOptions
+    theoretical_minimum: int
+    no_reuse_bytes: int
+    seconds: float
+    unplanned: dict[str, int]
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.plan.arena_bytes
+
+    @property
+    def saved_bytes(self) -> int:
+        return self.no_reuse_bytes - self.arena_bytes
+
+    @property
+    def saved_percent(self) -> float:
+        return 100.0 * self.saved_bytes / self.no_reuse_bytes if self.no_reuse_bytes else 0.0
+
+    @property
+    def ratio_to_minimum(self) -> float:
+        m = self.theoretical_minimum
+        return self.arena_bytes / m if m else 1.0
+
+    def summary(self) -> str:
+        o = self.options
+        return (f"{o.sharing}{' + in-place' if o.inplace else ''}"
+                f"{f', {o.colors} colours' if o.colors > 1 else ''}, order {o.order}: "
+                f"no reuse {_fmt_bytes(self.no_reuse_bytes)} -> arena "
+                f"{_fmt_bytes(self.arena_bytes)}, saved {_fmt_bytes(self.saved_bytes)} "
+                f"({self.saved_percent:.1f}%); theoretical minimum "
+                f"{_fmt_bytes(self.theoretical_minimum)} (x{self.ratio_to_minimum:.3f}); "
+                f"planned in {self.seconds * 1000:.1f} ms"
+                + (f"; {self.plan.note}" if self.plan.note else ""))
+
+    def table(self, limit: int | None = 60) -> str:
+        return self.plan.table(limit)
+
+    def __repr__(self) -> str:
+        return f"MemoryReport({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{self.summary()}</pre>"
+
+
+def planning_buffers(graph: Graph, live: Liveness, options: MemoryOptions
+                     ) -> tuple[list[Buffer], dict[str, str], list[tuple[str, str]],
+                                dict[str, int]]:
+    """The buffer problem a planner sees: in-place chains fused, colours attached.
+    Returns (buffers, tensor -> buffer id, in-place pairs, tensor colours)."""
+    pairs = inplace_pairs(graph, live) if options.inplace else []
+    colors = tensor_colors(graph, live, options.colors) if options.colors > 1 else {}
+    base = [Buffer(b.id, b.start, b.end, b.size, colors.get(b.id, 0)) for b in live.buffers()]
+    merged, group = merge_inplace(base, pairs)
+    return merged, group, pairs, colors
+
+
+def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -> MemoryReport:
+    """Plan the graph's memory with `options` (or keyword overrides); the plan is validated."""
+    options = (options or MemoryOptions()).replace(**kw) if kw else (options or MemoryOptions())
+    t0 = time.perf_counter()
+    live = liveness(graph, schedule(graph, options.order), options.alignment)
+    merged, group, pairs, colors = planning_buffers(graph, live, options)
+    _, placement = plan_buffers(merged, options.sharing, options.alignment,
+                                **options.planner_args)
+    offsets = {name: placement.offsets[gid] for name, gid in group.items()}
+    arena = max((offsets[b.id] + b.size for b in live.buffers() if b.size), default=0)
+    plan = MemoryPlan(live, offsets, arena, pairs, options.sharing, placement.note, colors)
+    seconds = time.perf_counter() - t0
+    plan.validate()
+    return MemoryReport(plan, options, theoretical_minimum(merged), live.no_reuse_bytes(),
+                        seconds, live.unplanned_bytes())

@@ -1,0 +1,157 @@
+"""The planning problem as plain data: a list of `Buffer`s, and the one validator.
+
+A `Buffer` is a block of bytes alive over the steps `[start, end]` (inclusive). Every
+planner takes a list of them and returns offsets; nothing else. That is the 2D picture of
+seed 002: time on x, address on y, each buffer a rectangle; a plan is valid when no two
+rectangles overlap.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import PlanError
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """`size` bytes alive from step `start` to step `end`, both inclusive.
+
+    `color`: buffers of different colours never share bytes (parallel-safe sharing).
+    """
+    id: Hashable
+    start: int
+    end: int
+    size: int
+    color: int = 0
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            raise PlanError(f"buffer {self.id}: end {self.end} < start {self.start}")
+        if self.size < 0:
+            raise PlanError(f"buffer {self.id}: negative size {self.size}")
+
+    def overlaps_in_time(self, other: Buffer) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+@dataclass
+class Placement:
+    """What a planner returns: an offset per buffer id, and a note (e.g. "optimal")."""
+    offsets: dict[Hashable, int]
+    note: str = ""
+    blocks: list[list[Hashable]] | None = field(default=None, repr=False)
+
+
+def align_up(n: int, alignment: int) -> int:
+    """Round `n` up to a multiple of `alignment` (GE rounds to 512 bytes)."""
+    if alignment <= 1:
+        return int(n)
+    return -(-int(n) // alignment) * alignment
+
+
+def arena_size(buffers: Iterable[Buffer], offsets: Mapping[Hashable, int]) -> int:
+    return max((offsets[b.id] + b.size for b in buffers if b.size), default=0)
+
+
+def theoretical_minimum(buffers: Iterable[Buffer]) -> int:
+    """The largest sum of bytes alive at any one step: no plan of this schedule beats it."""
+    events: dict[int, int] = {}
+    for b in buffers:
+        events[b.start] = events.get(b.start, 0) + b.size
+        events[b.end + 1] = events.get(b.end + 1, 0) - b.size
+    live = best = 0
+    for t in sorted(events):
+        live += events[t]
+        best = max(best, live)
+    return best
+
+
+def live_bytes_per_step(buffers: Iterable[Buffer], steps: int) -> list[int]:
+    """Bytes alive at each step 0..steps-1 (for plots and the minimum's location)."""
+    diff = [0] * (steps + 1)
+    for b in buffers:
+        diff[max(b.start, 0)] += b.size
+        diff[min(b.end + 1, steps)] -= b.size
+    out, live = [], 0
+    for t in range(steps):
+        live += diff[t]
+        out.append(live)
+    return out
+
+
+def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
+                     arena_bytes: int | None = None, alignment: int = 1,
+                     handovers: Iterable[tuple[Hashable, Hashable]] = ()) -> None:
+    """Prove that no two buffers alive at the same step overlap in the arena.
+
+    The one exception is an in-place hand-over `(a, b)`: `a` ends at the step where `b`
+    starts, at the same offset and size (the op overwrites its input). Also checks that
+    offsets are aligned, non-negative and inside the arena. Raises PlanError naming both
+    buffers, their intervals, their byte ranges and the step.
+    """
+    by_id = {b.id: b for b in buffers}
+    if len(by_id) != len(buffers):
+        raise PlanError("two buffers share an id")
+    for b in buffers:
+        if b.id not in offsets:
+            raise PlanError(f"buffer {b.id} has no offset")
+        off = offsets[b.id]
+        if not isinstance(off, int) or isinstance(off, bool):
+            raise PlanError(f"buffer {b.id}: offset {off!r} is not an integer")
+        if off < 0:
+            raise PlanError(f"buffer {b.id}: negative offset {off}")
+        if alignment > 1 and off % alignment:
+            raise PlanError(f"buffer {b.id}: offset {off} is not a multiple of {alignment}")
+        if arena_bytes is not None and off + b.size > arena_bytes:
+            raise PlanError(f"buffer {b.id}: bytes [{off},{off + b.size}) run past the arena "
+                            f"of {arena_bytes} bytes")
+    handed: dict[Hashable, Hashable] = {}
+    for a, b in handovers:
+        ba, bb = by_id[a], by_id[b]
+        if ba.end != bb.start or offsets[a] != offsets[b] or ba.size != bb.size:
+            raise PlanError(f"in-place {a} -> {b} is not a hand-over: {a} [{ba.start},"
+                            f"{ba.end}] at {offsets[a]} size {ba.size}, {b} [{bb.start},"
+                            f"{bb.end}] at {offsets[b]} size {bb.size}")
+        handed[b] = a
+    # Sweep over time; the live set is kept sorted by offset, so a new buffer only needs
+    # checking against its two neighbours (if the live set is disjoint, that suffices).
+    order = sorted((b for b in buffers if b.size), key=lambda b: (b.start, offsets[b.id]))
+    ends: list[tuple[int, int]] = []        # heap of (end step, index in order)
+    live_lo: list[int] = []                 # offsets of live buffers, sorted
+    live: list[Buffer] = []                 # the live buffers, in the same order
+    alive: set[Hashable] = set()
+
+    def drop(x: Buffer) -> None:
+        if x.id not in alive:       # already handed over in place
+            return
+        j = bisect.bisect_left(live_lo, offsets[x.id])
+        while live[j].id != x.id:
+            j += 1
+        del live_lo[j], live[j]
+        alive.discard(x.id)
+
+    for i, b in enumerate(order):
+        while ends and ends[0][0] < b.start:
+            drop(order[heapq.heappop(ends)[1]])
+        prev = handed.get(b.id)
+        if prev is not None and prev in alive:
+            drop(by_id[prev])   # the in-place input hands its bytes over at this step
+        lo, hi = offsets[b.id], offsets[b.id] + b.size
+        k = bisect.bisect_left(live_lo, lo)
+        for j in (k - 1, k):
+            if 0 <= j < len(live):
+                o = live[j]
+                o_lo, o_hi = offsets[o.id], offsets[o.id] + o.size
+                if o_lo < hi and lo < o_hi:
+                    raise PlanError(
+                        f"{o.id} [{o.start},{o.end}] at bytes [{o_lo},{o_hi}) and {b.id} "
+                        f"[{b.start},{b.end}] at bytes [{lo},{hi}) overlap at step "
+                        f"{max(o.start, b.start)} while both are alive")
+        live_lo.insert(k, lo)
+        live.insert(k, b)
+        alive.add(b.id)
+        heapq.heappush(ends, (b.end, i))

@@ -1,0 +1,56 @@
+"""In-place: an output takes its input's bytes when that is provably safe (seed 004, 000).
+
+The rule, every clause of which a test names:
+- the op declares the (output, input) pair in-place capable (its kernel reads element i
+  before writing element i);
+- the input's last reader is this op: no other reader runs later (seed 004's
+  counter-example: B read by C = sigmoid(B) *and* by F may not be overwritten);
+- input and output have the same shape and dtype (so the same bytes);
+- the input is planned: not a graph input, parameter, constant or graph output;
+- each input hands its bytes to one output, each output takes one input.
+Chains hand over repeatedly: three chained sigmoids need one buffer.
+"""
+
+from __future__ import annotations
+
+from ..graph import Graph
+from ..ops.registry import get_op
+from .buffers import Buffer
+from .liveness import Liveness
+
+
+def inplace_pairs(graph: Graph, live: Liveness) -> list[tuple[str, str]]:
+    """(input, output) tensor pairs that may share bytes, in schedule order."""
+    pairs: list[tuple[str, str]] = []
+    taken_in: set[str] = set()
+    taken_out: set[str] = set()
+    for step, name in enumerate(live.schedule):
+        node = graph.node(name)
+        for out_k, in_k in get_op(node.op).inplace:
+            if out_k >= len(node.outputs) or in_k >= len(node.inputs):
+                continue
+            x, y = node.inputs[in_k], node.outputs[out_k]
+            ix, iy = live.intervals[x], live.intervals[y]
+            tx, ty = graph.tensors[x], graph.tensors[y]
+            if (ix.planned and iy.planned and ix.end == step
+                    and (tx.shape, tx.dtype) == (ty.shape, ty.dtype)
+                    and x not in taken_in and y not in taken_out):
+                pairs.append((x, y))
+                taken_in.add(x)
+                taken_out.add(y)
+    return pairs
+
+
+def merge_inplace(buffers: list[Buffer], pairs: list[tuple[str, str]]
+                  ) -> tuple[list[Buffer], dict[str, str]]:
+    """Fuse each in-place chain into one buffer; returns buffers and tensor -> buffer id."""
+    group = {b.id: b.id for b in buffers}
+    for x, y in pairs:          # pairs come in schedule order, so x's group is final
+        group[y] = group[x]
+    members: dict[str, list[Buffer]] = {}
+    for b in buffers:
+        members.setdefault(group[b.id], []).append(b)
+    merged = [Buffer(gid, min(b.start for b in bs), max(b.end for b in bs),
+                     max(b.size for b in bs), bs[0].color)
+              for gid, bs in members.items()]
+    return merged, group

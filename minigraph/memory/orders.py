@@ -1,0 +1,48 @@
+"""Schedules: topological orders of a graph's nodes. `ORDERS` maps a name to a function.
+
+A schedule changes every tensor's lifetime, so it changes the theoretical minimum;
+choosing it well is GE's "topo optimisation" (seed 001, section 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import GraphError
+from ..graph import Graph
+
+Order = Callable[[Graph], list[str]]
+ORDERS: dict[str, Order] = {}
+
+
+def register_order(name: str) -> Callable[[Order], Order]:
+    def deco(fn: Order) -> Order:
+        ORDERS[name] = fn
+        return fn
+    return deco
+
+
+@register_order("program")
+def program_order(graph: Graph) -> list[str]:
+    """The order the program built the nodes in (the graph's own order)."""
+    return [n.name for n in graph.nodes]
+
+
+def schedule(graph: Graph, order: str = "program") -> list[str]:
+    """The node names of `graph` in the named order."""
+    _load_all()
+    try:
+        fn = ORDERS[order]
+    except KeyError:
+        raise GraphError(f"unknown order {order!r}; known: {', '.join(sorted(ORDERS))}") \
+            from None
+    return fn(graph)
+
+
+def _load_all() -> None:
+    import importlib
+    try:
+        importlib.import_module(f"{__package__}.topo")   # bfs, dfs, rdfs, ge, memory, best
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.topo":
+            raise

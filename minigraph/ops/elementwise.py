@@ -1,0 +1,373 @@
+"""Elementwise ops: binary with NumPy broadcasting, scalar ops, activations.
+
+Each op is one `defop` block: shape rule, kernel writing into `outs`, gradient rule (which
+builds backward nodes), and in-place capability. Elementwise kernels read element i before
+they write element i, so an output may overwrite an input of the same size: they declare
+`inplace=((0, k),)`. Gradient rules reference only what they need: `relu_grad` reads the
+*output* y, never x, so x can be freed after the forward pass (seed 004's point about F).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Number
+
+import numpy as np
+
+from ..errors import DTypeError
+from ..graph import Tensor, check_same_dtype, constant
+from .registry import apply1, defop, shape_error
+
+
+def _same(attrs, x):
+    return [(x.shape, x.dtype)]
+
+
+def _float_only(op, *ts):
+    for t in ts:
+        if np.dtype(t.dtype).kind != "f":
+            raise DTypeError(f"{op}({', '.join(f'{u.name}[{u.dtype}]' for u in ts)}): "
+                             f"{t.name} must be a floating tensor")
+
+
+# --- broadcasting binary ops ---------------------------------------------------------------
+
+def _broadcast(op):
+    def infer(attrs, a, b):
+        dt = check_same_dtype(op, a, b)
+        try:
+            shape = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise shape_error(op, [a, b], "shapes do not broadcast") from None
+        return [(tuple(shape), dt)]
+    return infer
+
+
+def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Reduce a broadcast gradient back to `shape` (the adjoint of broadcast_to)."""
+    if g.shape == tuple(shape):
+        return g
+    return apply1("sum_to", [g], {"shape": tuple(shape)})
+
+
+def _binary_inplace(op):
+    # Output may take either input's bytes; the planner checks that sizes really match.
+    return ((0, 0), (0, 1))
+
+
+defop("add", infer=_broadcast("add"),
+      forward=lambda ctx, a, ins, outs: ctx.xp.add(ins[0], ins[1], out=outs[0]),
+      grad=lambda a, ins, outs, g: [sum_to(g[0], ins[0].shape), sum_to(g[0], ins[1].shape)],
+      inplace=_binary_inplace("add"))
+
+defop("sub", infer=_broadcast("sub"),
+      forward=lambda ctx, a, ins, outs: ctx.xp.subtract(ins[0], ins[1], out=outs[0]),
+      grad=lambda a, ins, outs, g: [sum_to(g[0], ins[0].shape),
+                                    sum_to(neg(g[0]), ins[1].shape)],
+      inplace=_binary_inplace("sub"))
+
+defop("mul", infer=_broadcast("mul"),
+      forward=lambda ctx, a, ins, outs: ctx.xp.multiply(ins[0], ins[1], out=outs[0]),
+      grad=lambda a, ins, outs, g: [sum_to(mul(g[0], ins[1]), ins[0].shape),
+                                    sum_to(mul(g[0], ins[0]), ins[1].shape)],
+      inplace=_binary_inplace("mul"))
+
+
+def _div_grad(a, ins, outs, g):
+    x, y = ins
+    gx = div(g[0], y)
+    gy = neg(div(mul(g[0], outs[0]), y))   # d(x/y)/dy = -(x/y)/y
+    return [sum_to(gx, x.shape), sum_to(gy, y.shape)]
+
+
+defop("div", infer=_broadcast("div"),
+      forward=lambda ctx, a, ins, outs: ctx.xp.divide(ins[0], ins[1], out=outs[0]),
+      grad=_div_grad, inplace=((0, 0),))
+
+
+def _sum_to_infer(attrs, g):
+    shape = tuple(attrs["shape"])
+    try:
+        if tuple(np.broadcast_shapes(shape, g.shape)) != g.shape:
+            raise ValueError
+    except ValueError:
+        raise shape_error("sum_to", [g], f"cannot reduce to {list(shape)}") from None
+    return [(shape, g.dtype)]
+
+
+def _sum_to_forward(ctx, attrs, ins, outs):
+    g, out = ins[0], outs[0]
+    lead = g.ndim - out.ndim
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(out.shape)
+                                      if s == 1 and g.shape[lead + i] != 1)
+    kept = tuple(s for i, s in enumerate(g.shape) if i not in axes)
+    ctx.xp.sum(g, axis=axes, out=out.reshape(kept))
+
+
+defop("sum_to", infer=_sum_to_infer, forward=_sum_to_forward,
+      grad=lambda a, ins, outs, g: [broadcast_to(g[0], ins[0].shape)],
+      flops=lambda a, ins, outs: int(np.prod(ins[0].shape)))
+
+
+# --- the aggregation node of the gradient pass -------------------------------------------------
+
+def _add_n_infer(attrs, *xs):
+    for x in xs[1:]:
+        if x.shape != xs[0].shape:
+            raise shape_error("add_n", xs, "all operands must have the same shape")
+    check_same_dtype("add_n", *xs)
+    return [(xs[0].shape, xs[0].dtype)]
+
+
+def _add_n_forward(ctx, attrs, ins, outs):
+    # Fixed left-to-right order: the sum is bitwise reproducible, whatever the memory plan.
+    ctx.xp.add(ins[0], ins[1], out=outs[0])
+    for x in ins[2:]:
+        ctx.xp.add(outs[0], x, out=outs[0])
+
+
+defop("add_n", infer=_add_n_infer, forward=_add_n_forward,
+      grad=lambda a, ins, outs, g: [g[0]] * len(ins),
+      inplace=((0, 0), (0, 1)),
+      flops=lambda a, ins, outs: (len(ins) - 1) * int(np.prod(outs[0].shape)))
+
+
+def add_n(*xs: Tensor) -> Tensor:
+    """Sum of same-shaped tensors: the gradient aggregation node (no split layer needed)."""
+    return xs[0] if len(xs) == 1 else apply1("add_n", list(xs))
+
+
+# --- scalar ops -------------------------------------------------------------------------------
+
+def _scalar(ctx, dtype, c):
+    return np.dtype(dtype).type(c)
+
+
+defop("add_scalar", infer=_same,
+      forward=lambda ctx, a, ins, outs: ctx.xp.add(ins[0], _scalar(ctx, ins[0].dtype, a["c"]),
+                                                   out=outs[0]),
+      grad=lambda a, ins, outs, g: [g[0]], inplace=((0, 0),))
+defop("mul_scalar", infer=_same,
+      forward=lambda ctx, a, ins, outs: ctx.xp.multiply(
+          ins[0], _scalar(ctx, ins[0].dtype, a["c"]), out=outs[0]),
+      grad=lambda a, ins, outs, g: [mul_scalar(g[0], a["c"])], inplace=((0, 0),))
+defop("rsub_scalar", infer=_same,  # c - x
+      forward=lambda ctx, a, ins, outs: ctx.xp.subtract(
+          _scalar(ctx, ins[0].dtype, a["c"]), ins[0], out=outs[0]),
+      grad=lambda a, ins, outs, g: [neg(g[0])], inplace=((0, 0),))
+defop("rdiv_scalar", infer=_same,  # c / x
+      forward=lambda ctx, a, ins, outs: ctx.xp.divide(
+          _scalar(ctx, ins[0].dtype, a["c"]), ins[0], out=outs[0]),
+      grad=lambda a, ins, outs, g: [neg(div(mul(g[0], outs[0]), ins[0]))], inplace=((0, 0),))
+
+
+def add_scalar(x: Tensor, c: float) -> Tensor:
+    return apply1("add_scalar", [x], {"c": float(c)})
+
+
+def mul_scalar(x: Tensor, c: float) -> Tensor:
+    return apply1("mul_scalar", [x], {"c": float(c)})
+
+
+def _pow_forward(ctx, a, ins, outs):
+    ctx.xp.power(ins[0], _scalar(ctx, ins[0].dtype, a["p"]), out=outs[0])
+
+
+def _pow_grad(a, ins, outs, g):
+    p = a["p"]
+    if p == 1:
+        return [g[0]]
+    if p == 2:
+        return [mul(g[0], mul_scalar(ins[0], 2.0))]
+    return [mul(g[0], mul_scalar(pow(ins[0], p - 1), p))]
+
+
+defop("pow", infer=_same, forward=_pow_forward, grad=_pow_grad, inplace=((0, 0),))
+
+
+# --- unary activations ----------------------------------------------------------------------
+
+def _neg_fw(ctx, a, ins, outs):
+    ctx.xp.negative(ins[0], out=outs[0])
+
+
+defop("neg", infer=_same, forward=_neg_fw,
+      grad=lambda a, ins, outs, g: [neg(g[0])], inplace=((0, 0),))
+
+defop("exp", infer=lambda a, x: (_float_only("exp", x), _same(a, x))[1],
+      forward=lambda ctx, a, ins, outs: ctx.xp.exp(ins[0], out=outs[0]),
+      grad=lambda a, ins, outs, g: [mul(g[0], outs[0])], inplace=((0, 0),))
+defop("log", infer=lambda a, x: (_float_only("log", x), _same(a, x))[1],
+      forward=lambda ctx, a, ins, outs: ctx.xp.log(ins[0], out=outs[0]),
+      grad=lambda a, ins, outs, g: [div(g[0], ins[0])], inplace=((0, 0),))
+defop("sqrt", infer=lambda a, x: (_float_only("sqrt", x), _same(a, x))[1],
+      forward=lambda ctx, a, ins, outs: ctx.xp.sqrt(ins[0], out=outs[0]),
+      grad=lambda a, ins, outs, g: [div(mul_scalar(g[0], 0.5), outs[0])], inplace=((0, 0),))
+
+# relu: the gradient reads the output y (y > 0 exactly where x > 0).
+defop("relu", infer=_same,
+      forward=lambda ctx, a, ins, outs: ctx.xp.maximum(ins[0], 0, out=outs[0]),
+      grad=lambda a, ins, outs, g: [apply1("relu_grad", [g[0], outs[0]])], inplace=((0, 0),))
+defop("relu_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)],
+      forward=lambda ctx, a, ins, outs: ctx.xp.multiply(ins[0], ins[1] > 0, out=outs[0]),
+      inplace=((0, 0),), differentiable=())
+
+
+def _sigmoid_fw(ctx, a, ins, outs):
+    xp, o = ctx.xp, outs[0]
+    xp.negative(ins[0], out=o)
+    xp.exp(o, out=o)
+    xp.add(o, 1, out=o)
+    xp.reciprocal(o, out=o)
+
+
+def _sigmoid_grad_fw(ctx, a, ins, outs):
+    dy, y = ins
+    ctx.xp.multiply(dy, y, out=outs[0])
+    ctx.xp.multiply(outs[0], 1 - y, out=outs[0])
+
+
+defop("sigmoid", infer=_same, forward=_sigmoid_fw, flops=lambda a, i, o: 4 * _n(o[0]),
+      grad=lambda a, ins, outs, g: [apply1("sigmoid_grad", [g[0], outs[0]])], inplace=((0, 0),))
+defop("sigmoid_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_sigmoid_grad_fw,
+      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * _n(o[0]))
+
+
+def _tanh_grad_fw(ctx, a, ins, outs):
+    dy, y = ins
+    ctx.xp.multiply(dy, 1 - y * y, out=outs[0])
+
+
+defop("tanh", infer=_same, forward=lambda ctx, a, ins, outs: ctx.xp.tanh(ins[0], out=outs[0]),
+      grad=lambda a, ins, outs, g: [apply1("tanh_grad", [g[0], outs[0]])], inplace=((0, 0),))
+defop("tanh_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_tanh_grad_fw,
+      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * _n(o[0]))
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_fw(ctx, a, ins, outs):
+    # tanh approximation, as GPT-2 uses: 0.5 x (1 + tanh(c (x + 0.044715 x^3)))
+    xp, x = ctx.xp, ins[0]
+    c = x.dtype.type(_GELU_C)
+    inner = ctx.scratch(x.shape, x.dtype)
+    xp.multiply(x, x, out=inner)
+    xp.multiply(inner, x.dtype.type(0.044715), out=inner)
+    xp.add(inner, 1, out=inner)
+    xp.multiply(inner, x, out=inner)
+    xp.multiply(inner, c, out=inner)
+    xp.tanh(inner, out=inner)
+    xp.add(inner, 1, out=inner)
+    xp.multiply(inner, x, out=inner)
+    xp.multiply(inner, x.dtype.type(0.5), out=outs[0])
+
+
+def _gelu_grad_fw(ctx, a, ins, outs):
+    xp = ctx.xp
+    dy, x = ins
+    c = x.dtype.type(_GELU_C)
+    t = xp.tanh(c * (x + x.dtype.type(0.044715) * x * x * x))
+    d = x.dtype.type(0.5) * (1 + t) + x.dtype.type(0.5) * x * (1 - t * t) * c * (
+        1 + x.dtype.type(3 * 0.044715) * x * x)
+    xp.multiply(dy, d, out=outs[0])
+
+
+def _gelu_ws(a, ins, outs):
+    return ins[0].nbytes if hasattr(ins[0], "nbytes") else 0
+
+
+defop("gelu", infer=_same, forward=_gelu_fw, flops=lambda a, i, o: 9 * _n(o[0]),
+      grad=lambda a, ins, outs, g: [apply1("gelu_grad", [g[0], ins[0]])],
+      workspace=_gelu_ws)
+defop("gelu_grad", infer=lambda a, dy, x: [(dy.shape, dy.dtype)], forward=_gelu_grad_fw,
+      differentiable=(), flops=lambda a, i, o: 16 * _n(o[0]),
+      workspace=lambda a, ins, outs: 4 * ins[0].nbytes if hasattr(ins[0], "nbytes") else 0)
+
+
+def _n(t) -> int:
+    return int(np.prod(t.shape, dtype=np.int64))
+
+
+# --- user-facing functions (with Python-number operands) -------------------------------------
+
+def _is_num(v) -> bool:
+    return isinstance(v, (Number, np.number)) and not isinstance(v, bool)
+
+
+def add(a, b) -> Tensor:
+    if _is_num(b):
+        return add_scalar(a, b)
+    if _is_num(a):
+        return add_scalar(b, a)
+    return apply1("add", [_t(a), _t(b)])
+
+
+def sub(a, b) -> Tensor:
+    if _is_num(b):
+        return add_scalar(a, -b)
+    if _is_num(a):
+        return apply1("rsub_scalar", [b], {"c": float(a)})
+    return apply1("sub", [_t(a), _t(b)])
+
+
+def mul(a, b) -> Tensor:
+    if _is_num(b):
+        return mul_scalar(a, b)
+    if _is_num(a):
+        return mul_scalar(b, a)
+    return apply1("mul", [_t(a), _t(b)])
+
+
+def div(a, b) -> Tensor:
+    if _is_num(b):
+        return mul_scalar(a, 1.0 / b)
+    if _is_num(a):
+        return apply1("rdiv_scalar", [b], {"c": float(a)})
+    return apply1("div", [_t(a), _t(b)])
+
+
+def _t(v) -> Tensor:
+    return v if isinstance(v, Tensor) else constant(v)
+
+
+def neg(x: Tensor) -> Tensor:
+    return apply1("neg", [x])
+
+
+def pow(x: Tensor, p: float) -> Tensor:  # noqa: A001
+    if not _is_num(p):
+        raise TypeError(f"pow({x.name}, ...): the exponent must be a constant number")
+    return apply1("pow", [x], {"p": float(p)})
+
+
+def exp(x: Tensor) -> Tensor:
+    return apply1("exp", [x])
+
+
+def log(x: Tensor) -> Tensor:
+    return apply1("log", [x])
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return apply1("sqrt", [x])
+
+
+def relu(x: Tensor) -> Tensor:
+    return apply1("relu", [x])
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return apply1("sigmoid", [x])
+
+
+def tanh(x: Tensor) -> Tensor:
+    return apply1("tanh", [x])
+
+
+def gelu(x: Tensor) -> Tensor:
+    return apply1("gelu", [x])
+
+
+def broadcast_to(x: Tensor, shape) -> Tensor:
+    from .shape import broadcast_to as _b
+    return _b(x, shape)
