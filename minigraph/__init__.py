@@ -7,21 +7,55 @@
     report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing="refcount"))
 """
 
-from .errors import (  # noqa: F401
-    BudgetError, CycleError, DeviceError, DTypeError, FeedError, GradError, GraphError,
-    MinigraphError, PlanError, ShapeError, ThrashError, UnknownOpError,
-)
-from .graph import Graph, Node, Tensor, TensorInfo, constant, input, name_scope, param  # noqa: F401
-from .ops import *  # noqa: F401,F403
-from .ops import (  # noqa: F401
-    add, add_n, broadcast_to, div, exp, gelu, log, matmul, mean, mul, neg, pow, relu,
-    reshape, sigmoid, sqrt, sub, sum, tanh, transpose,
-)
 from .autodiff import grad, training_graph  # noqa: F401
 from .backend import gpu_available  # noqa: F401
+from .errors import (  # noqa: F401
+    BudgetError,
+    CycleError,
+    DeviceError,
+    DTypeError,
+    FeedError,
+    GradError,
+    GraphError,
+    MinigraphError,
+    PlanError,
+    ShapeError,
+    ThrashError,
+    UnknownOpError,
+)
+from .graph import Graph, Node, Tensor, TensorInfo, constant, input, name_scope, param  # noqa: F401
 from .memory import (  # noqa: F401
-    Buffer, MemoryOptions, MemoryPlan, MemoryReport, liveness, plan_memory, schedule,
+    Buffer,
+    MemoryOptions,
+    MemoryPlan,
+    MemoryReport,
+    liveness,
+    plan_memory,
+    schedule,
     theoretical_minimum,
+)
+from .ops import *  # noqa: F401,F403
+from .ops import (  # noqa: F401
+    add,
+    add_n,
+    broadcast_to,
+    div,
+    exp,
+    gelu,
+    log,
+    matmul,
+    mean,
+    mul,
+    neg,
+    pow,
+    relu,
+    reshape,
+    sigmoid,
+    sqrt,
+    sub,
+    sum,
+    tanh,
+    transpose,
 )
 from .runtime import Executor, init_params  # noqa: F401
 

@@ -55,7 +55,7 @@ def grad(loss: Tensor, wrt: Sequence[Tensor]) -> list[Tensor]:
     contribs: dict[int, list[Tensor]] = {}
     with node_role("backward"):
         contribs[id(loss)] = [constant(np.ones(loss.shape, dtype=loss.dtype),
-                                       name=f"d_{loss.name}")]
+                                       name=f"d_{loss.name}", dtype=loss.dtype)]
         for c in reversed(calls):
             out_grads = [_aggregate(contribs.pop(id(o), [])) for o in c.outputs]
             if all(g is None for g in out_grads):

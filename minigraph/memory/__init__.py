@@ -2,7 +2,12 @@
 
 from .api import MemoryOptions, MemoryReport, plan_memory, planning_buffers  # noqa: F401
 from .buffers import (  # noqa: F401
-    Buffer, Placement, align_up, live_bytes_per_step, theoretical_minimum, validate_offsets,
+    Buffer,
+    Placement,
+    align_up,
+    live_bytes_per_step,
+    theoretical_minimum,
+    validate_offsets,
 )
 from .coloring import color_nodes, tensor_colors  # noqa: F401
 from .inplace import inplace_pairs, merge_inplace  # noqa: F401

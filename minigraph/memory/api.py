@@ -93,7 +93,8 @@ def planning_buffers(graph: Graph, live: Liveness, options: MemoryOptions
     Returns (buffers, tensor -> buffer id, in-place pairs, tensor colours)."""
     pairs = inplace_pairs(graph, live) if options.inplace else []
     colors = tensor_colors(graph, live, options.colors) if options.colors > 1 else {}
-    base = [Buffer(b.id, b.start, b.end, b.size, colors.get(b.id, 0)) for b in live.buffers()]
+    base = [Buffer(iv.name, iv.start, iv.end, iv.bytes, colors.get(iv.name, 0))
+            for iv in live.planned()] if colors else live.buffers()
     merged, group = merge_inplace(base, pairs)
     return merged, group, pairs, colors
 
@@ -107,7 +108,7 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
     _, placement = plan_buffers(merged, options.sharing, options.alignment,
                                 **options.planner_args)
     offsets = {name: placement.offsets[gid] for name, gid in group.items()}
-    arena = max((offsets[b.id] + b.size for b in live.buffers() if b.size), default=0)
+    arena = max((offsets[iv.name] + iv.bytes for iv in live.planned() if iv.bytes), default=0)
     plan = MemoryPlan(live, offsets, arena, pairs, options.sharing, placement.note, colors)
     seconds = time.perf_counter() - t0
     plan.validate()

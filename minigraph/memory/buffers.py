@@ -54,7 +54,10 @@ def align_up(n: int, alignment: int) -> int:
 
 
 def arena_size(buffers: Iterable[Buffer], offsets: Mapping[Hashable, int]) -> int:
-    return max((offsets[b.id] + b.size for b in buffers if b.size), default=0)
+    """Bytes up to the end of the highest buffer placed so far (buffers without an offset
+    yet are skipped, so a planner, or the colour stacking, may ask midway)."""
+    return max((offsets[b.id] + b.size for b in buffers if b.size and b.id in offsets),
+               default=0)
 
 
 def theoretical_minimum(buffers: Iterable[Buffer]) -> int:

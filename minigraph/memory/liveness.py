@@ -10,12 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from math import prod
+
+import numpy as np
 
 from ..errors import GraphError
 from ..graph import Graph
 from .buffers import Buffer, align_up, live_bytes_per_step, theoretical_minimum
 
 PLANNED_KINDS = ("activation", "gradient")
+
+
+@cache
+def itemsize(dtype: str) -> int:
+    """Bytes per element (cached: liveness asks once per tensor, for 20,000 tensors)."""
+    return np.dtype(dtype).itemsize
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,6 @@ def liveness(graph: Graph, schedule: Sequence[str] | None = None,
             end = last if t.name in outputs else max(readers, default=start)
         kind = "output" if t.name in outputs and t.kind in PLANNED_KINDS else t.kind
         planned = kind in PLANNED_KINDS
-        nbytes = 0 if t.alias_of else align_up(t.nbytes, alignment)
+        nbytes = 0 if t.alias_of else align_up(prod(t.shape) * itemsize(t.dtype), alignment)
         intervals[t.name] = Interval(t.name, start, end, nbytes, kind, planned)
     return Liveness(schedule, alignment, intervals)

@@ -35,7 +35,12 @@ def _matmul_fw(ctx, attrs, ins, outs):
         a = ctx.xp.swapaxes(a, -1, -2)
     if attrs["tb"]:
         b = ctx.xp.swapaxes(b, -1, -2)
-    ctx.xp.matmul(a, b, out=outs[0])
+    out = outs[0]
+    if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous and out.flags.c_contiguous:
+        # [..., m, k] @ [k, n]: fold the batch into rows, one GEMM instead of one per batch
+        ctx.xp.matmul(a.reshape(-1, a.shape[-1]), b, out=out.reshape(-1, out.shape[-1]))
+        return
+    ctx.xp.matmul(a, b, out=out)
 
 
 def _matmul_flops(attrs, ins, outs):

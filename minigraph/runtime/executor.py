@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from array import array
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,19 @@ from ..ops.registry import KernelContext, get_op, workspace_of
 
 @dataclass
 class RunStats:
-    """Bytes of one run. `measured_peak`: tracemalloc (NumPy) or the CuPy pool (GPU)."""
+    """Bytes of one run. `measured_peak`: tracemalloc (NumPy) or the CuPy pool (GPU).
+
+    `undeclared` (NumPy runs with `measure=True`): per node, the bytes its kernel
+    allocated beyond its declared workspace while it ran - hidden temporaries such as
+    `1 - y`, a boolean mask, or NumPy's own iterator buffers (at most 8192 elements per
+    operand, for broadcasting or casting); about 1 KiB of it is Python objects.
+    """
     arena_bytes: int
     unplanned_bytes: int
     workspace_bytes: int
     measured_peak: int | None
     seconds: float
+    undeclared: dict[str, int] = field(default_factory=dict)
 
     @property
     def expected_peak(self) -> int:
@@ -38,17 +46,22 @@ class RunStats:
 
 
 class Executor:
-    """Runs `graph` (in `plan`'s schedule and arena, if given) on NumPy or CuPy."""
+    """Runs `graph` (in `plan`'s schedule and arena, if given) on NumPy or CuPy.
+
+    `validate=False` skips the plan's validation: only for demonstrating what an unsafe
+    plan does (a wrong answer, silently); never for real work.
+    """
 
     def __init__(self, graph: Graph, plan: MemoryPlan | Any | None = None,
-                 device: str = "auto", seed: int = 0):
+                 device: str = "auto", seed: int = 0, validate: bool = True):
         if plan is not None and hasattr(plan, "plan"):   # a MemoryReport is fine too
             plan = plan.plan
         self.graph, self.plan, self.seed = graph, plan, seed
         self.device = resolve_device(device)
         self.xp = array_module(self.device)
         if plan is not None:
-            plan.validate()
+            if validate:
+                plan.validate()
             for name in plan.offsets:
                 t = graph.tensor(name)
                 if plan.offsets[name] % np.dtype(t.dtype).itemsize and self.device == "gpu":
@@ -59,11 +72,32 @@ class Executor:
             self.order = list(graph.nodes)
         self.last_stats: RunStats | None = None
         self._consts = {t.name: self.xp.asarray(t.value) for t in graph.leaves("const")}
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Everything about storage that does not change from run to run, worked out once
+        (a run then only allocates and fills): which tensors are fed, the arena view of
+        each planned tensor, the tensors with their own buffers, the aliases."""
+        g, plan = self.graph, self.plan
+        self._wanted = {t.name: t for t in g.leaves("input", "param")}
+        offsets = plan.offsets if plan is not None else {}
+        self._views = [(name, off, g.tensors[name].nbytes, np.dtype(g.tensors[name].dtype),
+                        g.tensors[name].shape) for name, off in offsets.items()]
+        self._own: list[tuple[str, tuple[int, ...], str]] = []
+        self._aliases: list[tuple[str, str]] = []
+        for t in g.tensors.values():
+            if t.name in self._wanted or t.name in self._consts or t.name in offsets:
+                continue
+            if t.alias_of is not None:
+                self._aliases.append((t.name, t.alias_of))
+            else:
+                self._own.append((t.name, t.shape, t.dtype))
+        self._steps: list[tuple[Any, dict, int]] | None = None   # filled on the first run
 
     # Feeds ---------------------------------------------------------------------------------
     def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
         g = self.graph
-        wanted = {t.name: t for t in g.leaves("input", "param")}
+        wanted = self._wanted
         unknown = sorted(set(feeds) - set(wanted))
         if unknown:
             raise FeedError(f"unknown feed {unknown[0]!r}: {g.name} takes "
@@ -88,11 +122,12 @@ class Executor:
     # Storage ------------------------------------------------------------------------------
     def _storage(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], int, int]:
         """Arrays for every tensor: arena views for planned ones, own buffers otherwise."""
-        xp, g, plan = self.xp, self.graph, self.plan
+        xp, plan = self.xp, self.plan
         arrays: dict[str, Any] = {}
         unplanned = 0
         for name, v in feeds.items():          # the executor's own copy: the "upload"
-            a = xp.empty(g.tensors[name].shape, dtype=g.tensors[name].dtype)
+            t = self._wanted[name]
+            a = xp.empty(t.shape, dtype=t.dtype)
             a[...] = xp.asarray(v)
             arrays[name] = a
             unplanned += a.nbytes
@@ -101,18 +136,14 @@ class Executor:
         if plan is not None:
             arena = xp.empty(plan.arena_bytes, dtype=np.uint8)
             arena_bytes = plan.arena_bytes
-            for name, off in plan.offsets.items():
-                t = g.tensors[name]
-                arrays[name] = arena[off:off + t.nbytes].view(t.dtype).reshape(t.shape)
-        for t in g.tensors.values():
-            if t.name in arrays:
-                continue
-            if t.alias_of is not None:
-                arrays[t.name] = arrays[t.alias_of]
-            else:
-                arrays[t.name] = xp.empty(t.shape, dtype=t.dtype)
-                if plan is not None:   # graph outputs are not planned
-                    unplanned += arrays[t.name].nbytes
+            for name, off, nbytes, dtype, shape in self._views:
+                arrays[name] = arena[off:off + nbytes].view(dtype).reshape(shape)
+        for name, shape, dtype in self._own:
+            arrays[name] = a = xp.empty(shape, dtype=dtype)
+            if plan is not None:   # graph outputs are not planned
+                unplanned += a.nbytes
+        for name, alias_of in self._aliases:
+            arrays[name] = arrays[alias_of]
         return arrays, arena_bytes, unplanned
 
     # Running ------------------------------------------------------------------------------
@@ -123,6 +154,13 @@ class Executor:
         feeds = {**(feeds or {}), **kw}
         self._check_feeds(feeds)
         measuring = measure and self.device == "cpu"
+        steps = self._kernel_steps()
+        # Measuring on NumPy: tracemalloc sees array data *and* Python objects (array
+        # headers, dicts). The objects held during the run are counted once, right after
+        # storage is set up, and taken off the peak, so `measured_peak` is array bytes.
+        # Per-kernel extras go into a buffer made before that count (it does not grow).
+        extras = array("q", bytes(8 * len(steps))) if measuring else None
+        objects = 0
         if measuring:
             tracemalloc.start()
             tracemalloc.reset_peak()
@@ -130,13 +168,14 @@ class Executor:
         t0 = time.perf_counter()
         try:
             arrays, arena_bytes, unplanned = self._storage(feeds)
-            workspace = self._execute(arrays, step)
+            if measuring:
+                objects = tracemalloc.get_traced_memory()[0] - _numpy_traced_bytes()
+            workspace, peak = self._execute(arrays, step, extras)
             if self.device == "gpu":
                 self.xp.cuda.Device().synchronize()
             seconds = time.perf_counter() - t0
-            peak = None
             if measuring:
-                peak = tracemalloc.get_traced_memory()[1]
+                peak = max(peak, tracemalloc.get_traced_memory()[1]) - objects
             elif pool is not None:
                 peak = pool.total_bytes()
         finally:
@@ -146,23 +185,55 @@ class Executor:
             unplanned = sum(a.nbytes for n, a in arrays.items()
                             if self.graph.tensors[n].kind != "const"
                             and self.graph.tensors[n].alias_of is None)
-        self.last_stats = RunStats(arena_bytes, unplanned, workspace, peak, seconds)
+        undeclared = {node.name: int(x) for (node, _, _), x in zip(steps, extras or ()) if x > 0}
+        self.last_stats = RunStats(arena_bytes, unplanned, workspace, peak, seconds,
+                                   undeclared)
         return {o: to_numpy(arrays[o]).copy() for o in self.graph.outputs}
 
-    def _execute(self, arrays: dict[str, Any], step: int) -> int:
-        """Run the schedule; returns the largest declared workspace of any op."""
+    def _kernel_steps(self) -> list[tuple[Any, dict, int]]:
+        """Per node of the schedule: the node, its attrs and its declared workspace (once)."""
+        if self._steps is None:
+            self._steps = [(node, node.attr, workspace_of(self.graph, node))
+                           for node in self.order]
+        return self._steps
+
+    def _execute(self, arrays: dict[str, Any], step: int,
+                 extras: Any = None) -> tuple[int, int | None]:
+        """Run the schedule; returns the largest declared workspace of any op, and (with
+        `extras`, while tracemalloc runs) the traced peak.
+
+        With `extras` each kernel's own peak is measured: the bytes it allocated beyond
+        its declared workspace go into `extras[k]` (per-kernel peaks reset tracemalloc's
+        peak, so the run's peak is kept here).
+        """
         most = 0
-        for node in self.order:
-            d = get_op(node.op)
-            ctx = KernelContext(self.xp, node.name, step, self.seed)
+        xp, seed = self.xp, self.seed
+        peak = 0
+        for k, (node, attrs, declared) in enumerate(self._kernel_steps()):
+            ctx = KernelContext(xp, node.name, step, seed)
+            if extras is not None:
+                before, so_far = tracemalloc.get_traced_memory()
+                peak = max(peak, so_far)
+                tracemalloc.reset_peak()
             try:
-                d.forward(ctx, node.attr, [arrays[i] for i in node.inputs],
-                          [arrays[o] for o in node.outputs])
+                get_op(node.op).forward(ctx, attrs, [arrays[i] for i in node.inputs],
+                                        [arrays[o] for o in node.outputs])
             except Exception as e:
                 raise GraphError(f"kernel of {node.op} failed at node {node.name} "
                                  f"({', '.join(node.inputs)}): {e}") from e
-            most = max(most, workspace_of(self.graph, node), ctx.workspace_bytes)
-        return most
+            most = max(most, declared, ctx.workspace_bytes)
+            if extras is not None:
+                top = tracemalloc.get_traced_memory()[1]
+                peak = max(peak, top)
+                extras[k] = max(0, top - before - max(declared, ctx.workspace_bytes))
+        return most, (peak if extras is not None else None)
+
+
+def _numpy_traced_bytes() -> int:
+    """Bytes of NumPy array data tracemalloc holds now (NumPy traces them in its domain)."""
+    snap = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
+    return sum(t.size for t in snap.traces)
 
 
 def init_params(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:

@@ -1,0 +1,137 @@
+"""How close does each static planner get to the theoretical minimum, under each schedule?
+
+    python benchmarks/plan_quality.py            # every zoo model, hard instances 100-400
+    python benchmarks/plan_quality.py --quick    # four models, fewer orders and instances
+
+Three markdown tables, every number computed here:
+
+1. zoo training graphs (`minigraph.models`, skipped with a note if it cannot be
+   imported): problem x order x planner -> buffers, theoretical minimum of that order,
+   arena, ratio, planning time (no in-place, alignment 512). The search planners
+   ("anneal", "ilp") run under the "best" order only, with a short time limit.
+2. hard instances (guillotine tilings, `minigraph.memory.instances.hard_instance`) of 100
+   to 400 buffers: the optimum is known (= the capacity = the theoretical minimum).
+3. the ILP on 30-buffer hard instances: the best heuristic against the exact answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from minigraph.memory import MemoryOptions, plan_memory  # noqa: E402
+from minigraph.memory.buffers import arena_size, theoretical_minimum  # noqa: E402
+from minigraph.memory.instances import hard_instance  # noqa: E402
+from minigraph.memory.planners import plan_buffers  # noqa: E402
+from minigraph.memory.planners.ilp import best_heuristic  # noqa: E402
+
+HEURISTICS = ["none", "refcount", "ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size",
+              "bestfit"]
+GRAPH_PLANNERS = ["refcount", "ge-hybrid", "ge", "greedy-size", "bestfit"]
+ORDERS = ["program", "bfs", "dfs", "rdfs", "ge", "memory", "best"]
+QUICK_ORDERS = ["program", "rdfs", "ge", "memory", "best"]
+MODELS = ["mlp", "cnn", "resnet", "transformer", "lstm", "unet", "densenet", "resnet50"]
+QUICK_MODELS = ["mlp", "cnn", "resnet", "transformer"]
+
+
+def row(*cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def header(*names) -> str:
+    return row(*names) + "\n" + row(*(["---"] * len(names)))
+
+
+def zoo_table(quick: bool, search_limit: float) -> None:
+    print("## Zoo training graphs (alignment 512, no in-place)\n")
+    try:
+        from minigraph.models import get_model
+    except ImportError as e:
+        print(f"(skipped: the model zoo cannot be imported: {e})\n")
+        return
+    print(header("problem", "order", "planner", "buffers", "minimum (B)", "arena (B)",
+                 "ratio", "time (ms)", "note"))
+    for name in QUICK_MODELS if quick else MODELS:
+        try:
+            graph = get_model(name).graph
+        except Exception as e:  # noqa: BLE001  a model that fails to build is reported
+            print(row(name, "-", "-", "-", "-", "-", "-", "-", f"build failed: {e}"[:60]))
+            continue
+        for order in QUICK_ORDERS if quick else ORDERS:
+            planners = list(GRAPH_PLANNERS)
+            if order == "best":
+                planners += ["anneal", "ilp"]
+            for planner in planners:
+                args = {"time_limit": search_limit, "seed": 0}
+                report = plan_memory(graph, MemoryOptions(sharing=planner, order=order,
+                                                          planner_args=args))
+                note = report.plan.note if planner in ("anneal", "ilp") else ""
+                print(row(name, order, planner, len(report.plan.offsets),
+                          report.theoretical_minimum, report.arena_bytes,
+                          f"{report.ratio_to_minimum:.3f}", f"{report.seconds * 1000:.1f}",
+                          note[:70]))
+    print()
+
+
+def hard_table(quick: bool, search_limit: float) -> None:
+    print("## Hard instances (guillotine tilings: optimum = theoretical minimum = capacity)\n")
+    print(header("problem", "order", "planner", "buffers", "minimum (B)", "arena (B)", "ratio",
+                 "time (ms)"))
+    sizes = (100, 200) if quick else (100, 200, 400)
+    seeds = (0,) if quick else (0, 1)
+    capacity = 1 << 20
+    for n in sizes:
+        for seed in seeds:
+            bufs = hard_instance(n, capacity, 2 * n, seed)
+            minimum = theoretical_minimum(bufs)
+            for planner in HEURISTICS + ["anneal"]:
+                kw = {"time_limit": search_limit, "seed": 0} if planner == "anneal" else {}
+                t0 = time.perf_counter()
+                aligned, placed = plan_buffers(bufs, planner, 1, **kw)
+                ms = (time.perf_counter() - t0) * 1000
+                arena = arena_size(aligned, placed.offsets)
+                print(row(f"hard n={n} seed={seed}", "-", planner, n, minimum, arena,
+                          f"{arena / minimum:.3f}", f"{ms:.1f}"))
+    print()
+
+
+def ilp_table(quick: bool, limit: float) -> None:
+    print(f"## ILP on 30-buffer hard instances (time limit {limit:g} s)\n")
+    print(header("problem", "best heuristic", "heuristic ratio", "ilp arena (B)", "ilp ratio",
+                 "time (ms)", "note"))
+    for seed in range(2 if quick else 6):
+        bufs = hard_instance(30, 4096, 30, seed)
+        minimum = theoretical_minimum(bufs)
+        h_name, _, h_arena = best_heuristic(bufs)
+        t0 = time.perf_counter()
+        aligned, placed = plan_buffers(bufs, "ilp", 1, time_limit=limit)
+        ms = (time.perf_counter() - t0) * 1000
+        arena = arena_size(aligned, placed.offsets)
+        print(row(f"hard n=30 seed={seed}", h_name, f"{h_arena / minimum:.3f}", arena,
+                  f"{arena / minimum:.3f}", f"{ms:.0f}", placed.note))
+    print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer models, orders and instances")
+    ap.add_argument("--search-limit", type=float, default=None,
+                    help="seconds for anneal/ilp on graphs and anneal on instances "
+                         "(default 2, quick 0.5)")
+    ap.add_argument("--ilp-limit", type=float, default=10.0,
+                    help="seconds for the ILP on 30-buffer instances (default 10)")
+    args = ap.parse_args(argv)
+    limit = args.search_limit if args.search_limit is not None else (0.5 if args.quick else 2.0)
+    print("# Static memory planning: quality\n")
+    zoo_table(args.quick, limit)
+    hard_table(args.quick, limit)
+    ilp_table(args.quick, args.ilp_limit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+# %% [markdown]
+# # Assignment 3 · An eviction heuristic for DTR
+#
+# **Task.** Write `my_heuristic(t, now)`: the score of one tensor `t` that sits in memory
+# at runtime clock `now`. When DTR needs bytes it has not got, it scores every candidate
+# and evicts the one with the **lowest** score; an evicted tensor is recomputed from its
+# inputs if it is needed again. A good heuristic evicts what is cheap to recompute, big,
+# and not needed soon - so that the run under a small budget does little extra compute.
+#
+# **Background (seed 003: MegEngine's DTR).** Dynamic Tensor Rematerialization runs a
+# training step under a byte budget. MegEngine's `find_best_tensor` walks the candidates,
+# skips those that are not available - an available tensor (1) has a compute path, (2) is
+# in memory and (3) is **not pinned** - and evicts the one with the smallest
+#
+#     (cost + 1e-3)^a * r^recompute_times / ((memory + free_mem)^b * (staleness + 1e-3)^c)
+#
+# where `cost` is the cost of the evicted neighbourhood it would drag into a
+# recomputation, `memory` its bytes, `free_mem` the free bytes on either side of it in
+# memory, and `staleness` the time since it was last used. DTR's paper uses
+# `h_DTR = e*(t) / (memory * staleness)` with `e*` the tensor's own cost plus its evicted
+# neighbourhood's. A tensor is *pinned* while an op that reads or writes it runs:
+# evicting it would pull its bytes from under the kernel.
+#
+# **What `t` offers** (read-only; costs in FLOPs, `now` on the same clock):
+#
+# | field | meaning |
+# |---|---|
+# | `t.pinned` | an input or output of the op being run (or about to be): must not be evicted |
+# | `t.size` | bytes it occupies |
+# | `t.cost` | cost of recomputing it (its producer op) |
+# | `t.staleness` | `now` minus the last time it was used (always > 0) |
+# | `t.recomputes` | how many times it was recomputed so far |
+# | `t.neighbor_cost` | cost of its evicted neighbourhood (DTR's `e*` without `t.cost`) |
+# | `t.megengine_cost` | MegEngine's `estimate_neighbor_cost` |
+# | `t.ancestor_cost` | `t.cost` plus every evicted ancestor a recomputation would need |
+# | `t.evicted_neighbors`, `t.free_left`, `t.free_right`, `t.name`, `t.kind`, `t.node` | as named |
+#
+# Return a number; `math.inf` means "never evict this one" - what every pinned tensor
+# must get.
+#
+# **Scoring.** Each case runs a model's training step for real (NumPy kernels, one arena
+# of exactly the budget) at 80%, 60% and 40% of the memory a run without recomputation
+# needs: the DTR paper's linear chain and three models of the zoo. A case passes when the
+# run finishes, no pinned tensor was chosen, every score was a number, and the outputs
+# equal a plain run's bit for bit: 60% of the case. The other 40% compares your compute
+# overhead (total compute / compute without recomputation) with DTR's own heuristic:
+# full when yours is no larger. LRU and MegEngine's formula are shown for comparison.
+
+# %%
+import math
+import sys
+from pathlib import Path
+
+try:
+    import minigraph as mg
+except ModuleNotFoundError:          # a clone without `pip install -e .`: use the repo
+    sys.path.insert(0, str(Path.cwd().parents[1]))
+    import minigraph as mg
+
+from minigraph.grading import HeuristicFault, check_heuristic, load_solution, run_heuristic
+from minigraph.runtime.dtr import simulate
+from minigraph.runtime.dtr.examples import linear_chain
+
+# %% [markdown]
+# ## DTR on the linear chain
+#
+# The DTR paper's example: 24 unit-cost forward ops, then 24 backward ops that each read
+# a forward tensor, in reverse. With 40% of the memory it needs, DTR recomputes some of
+# the forward tensors; here is what the library's own heuristics cost:
+
+# %%
+chain = linear_chain(24)
+for name in ["dtr", "lru", "megengine"]:
+    trace = simulate(chain, ratio=0.4, heuristic=name, alignment=1, costs="unit")
+    print(f"{name:10} compute x{trace.overhead:.3f}, {trace.evictions} evictions")
+
+# %% [markdown]
+# `run_heuristic` tries a heuristic of yours the same way (simulated, in this process).
+# Least-recently-used, with the pinned tensors kept out:
+
+# %%
+def lru(t, now):
+    if t.pinned:
+        return math.inf
+    return -t.staleness          # the stalest tensor has the lowest score
+
+
+print(run_heuristic(lru, chain, ratio=0.4, alignment=1, costs="unit"))
+
+# %% [markdown]
+# ## Your solution
+#
+# Fill in `my_heuristic`. Run the cell after it too: it lets a grader swap in another file.
+
+# %% tags=["solution"]
+def my_heuristic(t, now):
+    """Score of resident tensor `t` at clock `now`; the lowest is evicted first.
+    Return math.inf for a tensor that must not be evicted (t.pinned)."""
+    # YOUR CODE HERE
+    raise NotImplementedError
+
+
+# %%
+# Graders: MINIGRAPH_SOLUTION=path/to/file.py (or "reference") replaces the function above.
+my_heuristic = load_solution("my_heuristic", default=my_heuristic)
+
+# %% [markdown]
+# Try it on the chain:
+
+# %%
+try:
+    print(run_heuristic(my_heuristic, chain, ratio=0.4, alignment=1, costs="unit"))
+except NotImplementedError:
+    print("my_heuristic: not implemented yet")
+except HeuristicFault as e:      # a pinned tensor chosen, a score that is not a number...
+    print(e)
+
+# %% [markdown]
+# ## Check
+
+# %% tags=["check"]
+report = check_heuristic(my_heuristic)
+report
+
+# %% [markdown]
+# From a terminal: `python -m minigraph.grading a3 path/to/solution.py`, or
+# `pytest tests/grading -m a3 --student path/to/solution.py`.

@@ -1,0 +1,192 @@
+# %% [markdown]
+# # 00 · A tour: where a training step's memory goes, and how to get it back
+#
+# **Goal.** In a few minutes: build a small training step, see its memory as a timeline and
+# as a layout, then switch memory techniques on and off in a widget and watch the bytes move.
+# The later lessons take each technique apart; this one shows the whole machine once.
+#
+# **Seeds.** The flow follows seed 000 (GE's memory reuse: lifetimes, in-place, a
+# `--dump-memory-layout`-style table) and seed 004 (MXNet's memory design note: explicit
+# backward graphs, sharing, in-place). Every number printed here is computed here.
+
+# %%
+import sys
+from pathlib import Path
+
+try:
+    import minigraph as mg
+except ModuleNotFoundError:          # a clone without `pip install -e .`: use the repo
+    sys.path.insert(0, str(Path.cwd().parent))
+    import minigraph as mg
+
+from minigraph.viz import compare_techniques, memory_widget, plot_comparison, plot_layout, \
+    plot_timeline
+
+# %% [markdown]
+# ## 1. A training step is one graph
+#
+# A three-layer MLP with a squared-error loss. `training_graph` adds the explicit backward
+# nodes (the gradients are ordinary graph nodes) and one SGD update per parameter.
+
+# %%
+with mg.name_scope():
+    x = mg.input("x", (64, 256))
+    y = mg.input("y", (64, 10))
+    W1 = mg.param("W1", (256, 512))
+    W2 = mg.param("W2", (512, 512))
+    W3 = mg.param("W3", (512, 10))
+    h1 = mg.relu(x @ W1)
+    h2 = mg.sigmoid(h1 @ W2)
+    loss = ((h2 @ W3 - y) ** 2).mean()
+    step = mg.training_graph(loss, [W1, W2, W3], lr=0.1)
+print(step)
+
+# %% [markdown]
+# ## 2. Plan its memory
+#
+# `plan_memory` finds every tensor's life (first step that writes it, last step that reads
+# it), lets outputs take over their inputs' bytes where that is safe (**in-place**), and
+# packs the tensors into one arena (**sharing**, here MXNet's refcount simulation).
+# The report compares three numbers: no reuse, this plan, and the **theoretical minimum**
+# (the most bytes alive at any one step: no plan of this schedule can beat it).
+
+# %%
+report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing="refcount"))
+print(report.summary())
+print()
+print(report.table(limit=10))
+
+# %% [markdown]
+# ## 3. The pictures
+#
+# **Timeline**: the bytes alive at each step, stacked by kind. Parameters and inputs are
+# never reused (grey); activations (blue) pile up in the forward pass and are released in
+# the backward pass, while gradients (orange) appear. The dotted line is what you would hold
+# if nothing were ever freed; the red line is this plan's arena; the dashed line is the
+# theoretical minimum.
+
+# %%
+plot_timeline(report, step)
+
+# %% [markdown]
+# **Layout**: every planned tensor as a rectangle, x = its life, y = its bytes in the arena.
+# Rectangles at the same height at different times are bytes reused; hatched ones were
+# written in place over their input (the arrow).
+
+# %%
+plot_layout(report)
+
+# %% [markdown]
+# **Every technique at once**: one bar per planner in `minigraph.memory.PLANNERS`
+# (a planner added to the registry is one more bar), all with in-place on.
+
+# %%
+rows = compare_techniques(step, mg.MemoryOptions(inplace=True), slow=False)
+for row in rows:
+    print(row)
+plot_comparison(rows)
+
+# %% [markdown]
+# ## 4. The widget
+#
+# `memory_widget` (also `mg.memory_widget`) puts a control on every switch: model and batch
+# size (the zoo's models are in the list too), schedule order, in-place, sharing strategy,
+# colours (parallel-safe sharing), alignment, and DTR with its budget. Every change re-plans
+# and redraws. The headline reads "peak (no reuse) -> this plan, saved %, theoretical
+# minimum" (MB here means 2**20 bytes).
+
+# %%
+w = memory_widget(step, sharing="refcount", inplace=True)
+w
+
+# %% [markdown]
+# The controls can be moved from code too; the widget above redraws.
+
+# %%
+print("before:", w.headline)
+w.set(sharing="none", inplace=False)
+print("no reuse:", w.headline)
+w.set(sharing="ge", inplace=True)
+print("GE + in-place:", w.headline)
+
+# %% [markdown]
+# ## 5. A plan is only useful if it runs
+#
+# The executor allocates ONE arena of `report.arena_bytes` and makes every planned tensor a
+# view into it. The results must be identical to running with no reuse at all.
+
+# %%
+import numpy as np
+
+rng = np.random.default_rng(0)
+feeds = {"x": rng.standard_normal((64, 256)).astype("float32"),
+         "y": rng.standard_normal((64, 10)).astype("float32"),
+         **mg.init_params(step, seed=0)}
+plain = mg.Executor(step, None, device="cpu").run(feeds)
+ex = mg.Executor(step, report, device="cpu")
+planned = ex.run(feeds)
+same = all(np.array_equal(plain[k], planned[k]) for k in plain)
+print("loss", float(planned[step.outputs[0]]), "| identical to no reuse:", same)
+print("arena bytes:", ex.last_stats.arena_bytes, "| unplanned bytes:", ex.last_stats.unplanned_bytes)
+
+# %% [markdown]
+# ## Exercises
+#
+# **1.** Which planner gives the smallest arena for `step` with in-place on and alignment 1?
+# Use `mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing=NAME, alignment=1))` for
+# the names in `mg.memory.PLANNERS` (skip `"ilp"` and `"anneal"`, they search for a while),
+# and put the name of one winner in `ANSWER_1`.
+#
+# **2.** Double the batch (64 -> 128) and rebuild the graph: by what factor does the
+# theoretical minimum of refcount + in-place grow? Put it in `ANSWER_2` (a float, e.g. 1.5).
+
+# %%
+ANSWER_1 = None   # e.g. "refcount"
+ANSWER_2 = None   # e.g. 1.5
+
+# %%
+def check_exercises():
+    if ANSWER_1 is None and ANSWER_2 is None:
+        print("not done yet")
+        return
+    if ANSWER_1 is not None:
+        arenas = {p: mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing=p,
+                                                           alignment=1)).arena_bytes
+                  for p in mg.memory.PLANNERS if p not in ("ilp", "anneal")}
+        best = min(arenas.values())
+        if arenas.get(ANSWER_1) == best:
+            print(f"1: right, {ANSWER_1} reaches {best} bytes")
+        else:
+            print(f"1: not quite: the smallest arena is {best} bytes "
+                  f"({', '.join(p for p, a in arenas.items() if a == best)})")
+    else:
+        print("1: not done yet")
+    if ANSWER_2 is not None:
+        def minimum(batch):
+            with mg.name_scope():
+                x = mg.input("x", (batch, 256)); y = mg.input("y", (batch, 10))
+                Ws = [mg.param("W1", (256, 512)), mg.param("W2", (512, 512)),
+                      mg.param("W3", (512, 10))]
+                h = mg.sigmoid(mg.relu(x @ Ws[0]) @ Ws[1])
+                g = mg.training_graph(((h @ Ws[2] - y) ** 2).mean(), Ws, lr=0.1)
+            return mg.plan_memory(g, inplace=True, sharing="refcount").theoretical_minimum
+        factor = minimum(128) / minimum(64)
+        ok = abs(ANSWER_2 - factor) < 0.02
+        print(f"2: {'right' if ok else 'not quite'}: the minimum grows x{factor:.3f} "
+              "(less than 2: the weight gradients do not grow with the batch)")
+    else:
+        print("2: not done yet")
+
+
+check_exercises()
+
+# %% [markdown]
+# ## Summary
+#
+# - A training step is one graph: forward, explicit backward and update nodes (lesson 01).
+# - Each tensor lives from its producer's step to its last reader's step (lesson 02); the
+#   largest sum alive at one step is the theoretical minimum of that schedule.
+# - In-place, refcount sharing and colouring (lessons 03, 04), GE's block reuse and
+#   schedule optimisation (05), offset planners and the ILP (06) approach that minimum;
+#   DTR (07) goes below it by recomputing; lesson 08 runs the same plans on a GPU.
+# - Every plan is validated and runs to identical results: the executor only sees offsets.

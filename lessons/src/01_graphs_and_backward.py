@@ -1,0 +1,194 @@
+# %% [markdown]
+# # 01 · Graphs and the explicit backward graph
+#
+# **Goal.** Build a computation graph from symbolic tensors, look at it, and derive its
+# backward pass as *more graph nodes* (not a tape, not hidden closures). Then check the
+# gradients against finite differences, and see why an explicit backward graph is what
+# makes memory planning possible: every tensor of the training step, gradients included,
+# is visible before anything runs.
+#
+# **Seed.** 004 (MXNet's memory design note): the backward pass as an explicit graph,
+# gradient aggregation by one summation node instead of split layers. The code:
+# `minigraph/graph.py`, `minigraph/autodiff.py`, each op's `grad=` rule in `minigraph/ops/`.
+
+# %%
+import sys
+from pathlib import Path
+
+try:
+    import minigraph as mg
+except ModuleNotFoundError:          # a clone without `pip install -e .`: use the repo
+    sys.path.insert(0, str(Path.cwd().parent))
+    import minigraph as mg
+
+import numpy as np
+
+# %% [markdown]
+# ## 1. Symbolic tensors
+#
+# `mg.input` and `mg.param` make leaves; every operation makes a node whose output is a new
+# symbolic tensor. Shapes are inferred at once, so a mismatch fails on the line that
+# caused it. Nothing is computed yet.
+
+# %%
+with mg.name_scope():
+    x = mg.input("x", (4, 3))
+    W = mg.param("W", (3, 2))
+    h = x @ W
+    s = mg.sigmoid(h)
+    loss = mg.mean(s * h)          # h is read twice: by sigmoid and by the product
+print(loss)
+try:
+    x @ mg.param("V", (4, 2))       # 3 != 4: the error names the operands and shapes
+except mg.ShapeError as e:
+    print("ShapeError:", e)
+
+# %% [markdown]
+# ## 2. The forward graph
+#
+# `mg.Graph(outputs)` freezes everything the outputs depend on into plain data: nodes in a
+# topological order, tensors by name, who consumes what.
+
+# %%
+forward = mg.Graph(loss, name="forward")
+print(forward)
+print("consumers of the matmul's output:", forward.consumers["matmul_0"])
+
+# %%
+mg.draw(forward)
+
+# %% [markdown]
+# ## 3. The backward pass is more nodes
+#
+# `mg.grad(loss, [W])` walks the forward nodes in reverse and applies each op's gradient
+# rule, which builds *ordinary nodes* (role "backward"). Where a tensor feeds two
+# consumers (here `h`), its two gradient contributions are summed by one `add_n` node:
+# MXNet's way, instead of a "split" layer in the forward graph.
+
+# %%
+with mg.name_scope():
+    x = mg.input("x", (4, 3))
+    W = mg.param("W", (3, 2))
+    h = x @ W
+    loss = mg.mean(mg.sigmoid(h) * h)
+    (dW,) = mg.grad(loss, [W])
+both = mg.Graph([loss, dW], name="forward+backward")
+print(both)
+print("aggregation nodes:", [n.name for n in both.nodes if n.op == "add_n"])
+
+# %%
+mg.draw(both)
+
+# %% [markdown]
+# ## 4. A training step: forward + backward + update
+#
+# `training_graph` adds one SGD update per parameter (`W_new = W - lr * dW`, written over
+# `W` in place, after every other reader of `W`). Running this graph once is one step.
+
+# %%
+with mg.name_scope():
+    x = mg.input("x", (4, 3))
+    W = mg.param("W", (3, 2))
+    h = x @ W
+    loss = mg.mean(mg.sigmoid(h) * h)
+    step = mg.training_graph(loss, [W], lr=0.5)
+print(step)
+mg.draw(step)
+
+# %% [markdown]
+# ## 5. Run it, and check the gradient
+#
+# The executor runs the nodes in order on NumPy. We compare the analytic gradient (the
+# backward nodes) with central finite differences of the loss.
+
+# %%
+rng = np.random.default_rng(0)
+xv = rng.standard_normal((4, 3)).astype("float64")
+Wv = rng.standard_normal((3, 2)).astype("float64")
+
+with mg.name_scope():
+    x = mg.input("x", (4, 3), dtype="float64")
+    W = mg.param("W", (3, 2), dtype="float64")
+    h = x @ W
+    loss = mg.mean(mg.sigmoid(h) * h)
+    (dW,) = mg.grad(loss, [W])
+g64 = mg.Graph([loss, dW])
+run = mg.Executor(g64, device="cpu").run
+out = run(x=xv, W=Wv)
+analytic = out[dW.name]
+
+
+def loss_at(Wtry):
+    return float(run(x=xv, W=Wtry)[loss.name])
+
+
+eps = 1e-6
+numeric = np.zeros_like(Wv)
+for i in np.ndindex(Wv.shape):
+    up, down = Wv.copy(), Wv.copy()
+    up[i] += eps
+    down[i] -= eps
+    numeric[i] = (loss_at(up) - loss_at(down)) / (2 * eps)
+print("analytic dW:\n", analytic)
+print("largest difference to finite differences:", np.abs(analytic - numeric).max())
+
+# %% [markdown]
+# ## 6. Why this matters for memory
+#
+# Because the backward pass is part of the graph, every tensor of a training step has a
+# producer and known readers before anything runs. Each tensor's life is known, and so is
+# the most bytes alive at one step. Lesson 02 computes those lives; here is the preview:
+
+# %%
+live = mg.liveness(step, alignment=1)
+print(live.table())
+print(live)
+
+# %% [markdown]
+# ## Exercises
+#
+# **1.** Build `loss = mean(tanh(x @ W) + x @ W)` where `x @ W` is computed *once* and read
+# twice. How many `add_n` aggregation nodes does `mg.grad(loss, [W])` create? Put the number
+# in `ANSWER_1`.
+#
+# **2.** In the `step` graph above, how many nodes have the role `"backward"`? Put the
+# number in `ANSWER_2` (count them with code, from `step.nodes`).
+
+# %%
+ANSWER_1 = None
+ANSWER_2 = None
+
+# %%
+def check_exercises():
+    if ANSWER_1 is None and ANSWER_2 is None:
+        print("not done yet")
+        return
+    if ANSWER_1 is None:
+        print("1: not done yet")
+    else:
+        with mg.name_scope():
+            x = mg.input("x", (4, 3))
+            W = mg.param("W", (3, 2))
+            h = x @ W
+            loss = mg.mean(mg.tanh(h) + h)
+            (dW,) = mg.grad(loss, [W])
+        n = sum(1 for node in mg.Graph([dW]).nodes if node.op == "add_n")
+        print(f"1: {'right' if ANSWER_1 == n else 'not quite'}: {n} aggregation node(s)")
+    if ANSWER_2 is None:
+        print("2: not done yet")
+    else:
+        n = sum(1 for node in step.nodes if node.role == "backward")
+        print(f"2: {'right' if ANSWER_2 == n else 'not quite'}: {n} backward nodes")
+
+
+check_exercises()
+
+# %% [markdown]
+# ## Summary
+#
+# - A graph is plain data: nodes by name, tensors with shapes and dtypes, consumers.
+# - The gradient pass appends backward nodes built from each op's gradient rule; a tensor
+#   read twice gets one `add_n` aggregation node (no split layers).
+# - A training step is forward + backward + update in one graph, run by one executor.
+# - Every tensor's life is known before running: the basis of every memory plan in the
+#   lessons that follow (02: liveness).

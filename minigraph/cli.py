@@ -1,0 +1,149 @@
+"""The `minigraph` command: `tour`, `plan`, `models`, `lab`.
+
+    minigraph tour [--model NAME] [--batch N]   one model end to end, with the memory table
+    minigraph plan ...                          plan a model or a buffer file (memory/cli_plan.py)
+    minigraph models                            the model zoo
+    minigraph lab                               open the lessons in JupyterLab
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _add_tour(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tour", help="build, run and plan one model; print the memory table",
+                       description="Build a zoo model's training graph, run one SGD step, "
+                                   "and plan its memory with every technique in turn.")
+    p.add_argument("--model", default=None,
+                   help="zoo model (default: the zoo's DEFAULT_MODEL; see `minigraph models`)")
+    p.add_argument("--batch", type=int, default=None, help="batch size")
+    p.add_argument("--time-limit", type=float, default=0.5,
+                   help="seconds for the searching planners (ilp, anneal); default 0.5")
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"),
+                   help="where to run the step (default cpu)")
+    p.add_argument("--run", dest="run", action="store_true", default=None,
+                   help="run the SGD step even for a big model")
+    p.add_argument("--no-run", dest="run", action="store_false",
+                   help="plan only, do not run a step")
+    p.set_defaults(func=_run_tour)
+
+
+def _run_tour(args: argparse.Namespace) -> int:
+    from .tour import tour
+    tour(args.model, batch=args.batch, time_limit=args.time_limit, device=args.device,
+         run=args.run)
+    return 0
+
+
+def _add_models(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="list the model zoo")
+    p.add_argument("--build", action="store_true",
+                   help="build each default model and print its size (takes a few seconds)")
+    p.set_defaults(func=_run_models)
+
+
+def _run_models(args: argparse.Namespace) -> int:
+    from .models import DEFAULT_MODEL, MODELS
+    for name, builder in MODELS.items():
+        doc = " ".join((builder.__doc__ or "").split())
+        doc = doc.split(". ")[0].rstrip(".")
+        mark = " (default)" if name == DEFAULT_MODEL else ""
+        print(f"{name:12} {doc}{mark}")
+        if args.build:
+            print(f"{'':12} {builder().summary()}")
+    return 0
+
+
+def _add_plan(sub: argparse._SubParsersAction) -> None:
+    # Parsed by memory/cli_plan.py itself, imported only when `plan` is asked for.
+    sub.add_parser("plan", help="plan a graph's memory (see `minigraph plan --help`)",
+                   add_help=False, prefix_chars="\0").add_argument(
+        "rest", nargs=argparse.REMAINDER)
+
+
+def _run_plan(rest: Sequence[str]) -> int:
+    import importlib
+    try:
+        cli_plan = importlib.import_module(f"{__package__}.memory.cli_plan")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.memory.cli_plan":
+            raise
+        print("minigraph plan: not available in this installation "
+              "(minigraph.memory.cli_plan is missing). `minigraph tour` prints the memory "
+              "table of a zoo model; in Python use mg.plan_memory(graph, options).",
+              file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog="minigraph plan",
+                                     description="Plan a graph's memory and print the plan.")
+    cli_plan.add_arguments(parser)
+    result = cli_plan.run(parser.parse_args(list(rest)))
+    return int(result or 0)
+
+
+def _add_lab(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lab", help="open lessons/00_tour.ipynb in JupyterLab")
+    p.add_argument("notebook", nargs="?", default=None,
+                   help="notebook to open (default lessons/00_tour.ipynb)")
+    p.set_defaults(func=_run_lab)
+
+
+def _lessons_dir() -> Path:
+    """lessons/ next to the package (a source checkout), else in the working directory."""
+    here = Path(__file__).resolve().parent.parent / "lessons"
+    return here if here.is_dir() else Path.cwd() / "lessons"
+
+
+def _run_lab(args: argparse.Namespace) -> int:
+    nb = Path(args.notebook) if args.notebook else _lessons_dir() / "00_tour.ipynb"
+    if not nb.exists():
+        print(f"minigraph lab: {nb} not found; run it from a minigraph checkout "
+              "(git clone ... && cd minigraph && minigraph lab)", file=sys.stderr)
+        return 2
+    jupyter = shutil.which("jupyter")
+    if jupyter is None:
+        print("minigraph lab: JupyterLab is not installed; pip install 'minigraph[lab]'",
+              file=sys.stderr)
+        return 2
+    return subprocess.call([jupyter, "lab", str(nb)])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="minigraph",
+        description="minigraph: computation graphs, explicit backward graphs, and memory "
+                    "planning you can switch on and off.")
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"minigraph {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="{tour,plan,models,lab}")
+    _add_tour(sub)
+    _add_plan(sub)
+    _add_models(sub)
+    _add_lab(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "plan":
+        return _run_plan(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:          # `minigraph models | head`: not an error
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

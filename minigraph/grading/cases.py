@@ -1,0 +1,521 @@
+"""The cases a grader runs: public graphs, generated graphs and buffer lists, private sets.
+
+Everything here is reproducible: a case is built from a name and a seed with Python's
+own `random.Random(seed)`, never from global randomness, so two runs of the grader (on
+a student's laptop and in GitHub Classroom) see the same cases. An instructor adds cases
+students do not see with a directory (`MINIGRAPH_PRIVATE_CASES`, or `private=` of the
+checks): `a1/*.json` graph cases, `a2/*.csv` or `a2/*.json` buffer lists, `a3/*.json`
+model cases, and a file `seed` holding an integer for extra generated cases (or
+`MINIGRAPH_PRIVATE_SEED`). `write_graph_case` and `write_buffer_case` write those files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..graph import Graph, Node, TensorInfo, name_scope
+from ..memory.buffers import Buffer
+
+PRIVATE_ENV = "MINIGRAPH_PRIVATE_CASES"
+PRIVATE_SEED_ENV = "MINIGRAPH_PRIVATE_SEED"
+
+
+@dataclass
+class GraphCase:
+    """A graph, a schedule of its nodes and an alignment (assignment 1; assignment 2 plans
+    its liveness buffers and re-executes the graph in the student's arena)."""
+    name: str
+    graph: Graph
+    schedule: tuple[str, ...]
+    alignment: int = 512
+    source: str = "public"
+    feeds: Callable[[], dict] | None = field(default=None, repr=False)
+
+
+@dataclass
+class BufferCase:
+    """A buffer list to plan (assignment 2). `graph`/`schedule` are set when the buffers
+    are a graph's liveness: then the plan is also run, in an arena, against no reuse."""
+    name: str
+    buffers: list[Buffer]
+    alignment: int = 1
+    source: str = "public"
+    graph: Graph | None = field(default=None, repr=False)
+    schedule: tuple[str, ...] | None = field(default=None, repr=False)
+    known_optimum: int | None = None
+    feeds: Callable[[], dict] | None = field(default=None, repr=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Graphs
+# ---------------------------------------------------------------------------------------
+
+def mlp_graph(batch: int = 4, widths: Sequence[int] = (8, 16, 3)) -> Graph:
+    """A small MLP training step (forward, backward, SGD update)."""
+    import minigraph as mg
+    with name_scope():
+        x = mg.input("x", (batch, widths[0]))
+        h, params = x, []
+        for k, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
+            W = mg.param(f"W{k + 1}", (a, b))
+            params.append(W)
+            h = h @ W
+            if k < len(widths) - 2:
+                h = mg.relu(h)
+        loss = mg.mean(h ** 2)
+        return mg.training_graph(loss, params, lr=0.1, name="mlp")
+
+
+def residual_graph(batch: int = 3, width: int = 8, blocks: int = 3) -> Graph:
+    """Residual blocks `h + tanh(h @ W)`: every block input is read twice (long lives)."""
+    import minigraph as mg
+    with name_scope():
+        x = mg.input("x", (batch, width))
+        h, params = x, []
+        for k in range(blocks):
+            W = mg.param(f"W{k}", (width, width))
+            params.append(W)
+            h = h + mg.tanh(h @ W)
+        loss = mg.mean(h * h)
+        return mg.training_graph(loss, params, lr=0.05, name="residual")
+
+
+def chain_graph(length: int = 10, width: int = 16) -> Graph:
+    """A forward-only chain of elementwise ops with a constant: the simplest lifetimes."""
+    import minigraph as mg
+    with name_scope():
+        x = mg.input("x", (2, width))
+        h = x
+        ops = (mg.relu, mg.tanh, mg.sigmoid, mg.neg)
+        for k in range(length):
+            h = ops[k % len(ops)](h)
+            if k == length // 2:
+                h = h * mg.constant(np.full((2, width), 0.5, np.float32), name="half")
+        return mg.Graph([h], name="chain")
+
+
+def random_graph(seed: int, nodes: int = 10, backward: bool = True,
+                 dead_ends: bool = True) -> Graph:
+    """A random network of elementwise ops and matmuls (seeded), optionally with its
+    backward and update nodes, and optionally with dead ends (tensors nobody reads)."""
+    import minigraph as mg
+    rng = random.Random(seed)
+    with name_scope():
+        batch = rng.choice((1, 2, 3, 4))
+        widths = (1, 3, 5, 8, 16, 33)
+        pool: list = []
+        params: list = []
+        for k in range(rng.randint(1, 2)):
+            pool.append(mg.input(f"x{k}", (batch, rng.choice(widths))))
+        for _ in range(nodes):
+            x = pool[-1] if rng.random() < 0.4 else rng.choice(pool)
+            same = [t for t in pool if t.shape == x.shape and t is not x]
+            r = rng.random()
+            if r < 0.3:
+                W = mg.param(f"W{len(params)}", (x.shape[1], rng.choice(widths)))
+                params.append(W)
+                y = x @ W
+            elif r < 0.6:
+                y = rng.choice((mg.relu, mg.tanh, mg.sigmoid, mg.neg))(x)
+            elif r < 0.85 or len(same) < 2:
+                other = rng.choice(same) if same else x
+                y = rng.choice((mg.add, mg.mul, mg.sub))(x, other)
+            else:
+                y = mg.add_n(x, *rng.sample(same, 2))
+            pool.append(y)
+        made = [t for t in pool if t.call is not None]
+        last = made[-1] if made else pool[-1]
+        reach, stack = set(), [last]
+        while stack:
+            t = stack.pop()
+            if id(t) not in reach:
+                reach.add(id(t))
+                stack.extend(t.call.inputs if t.call is not None else ())
+        params = [W for W in params if id(W) in reach]
+        if backward and params:
+            loss = mg.mean(last * last)
+            g = mg.training_graph(loss, params, lr=0.1, name=f"random{seed}")
+        else:
+            g = mg.Graph([last], name=f"random{seed}")
+        if not dead_ends:
+            return g
+        # Keep every node built (some outputs are then read by nobody) and declare one
+        # more tensor a graph output: both are rules of liveness a solution must know.
+        sinks = [t for t in made if t.name not in g.tensors]
+        if not sinks:
+            return g
+        extra = Graph([*sinks], name="extra")
+        tensors = dict(g.tensors)
+        for name, t in extra.tensors.items():
+            tensors.setdefault(name, t)
+        nodes_ = list(g.nodes) + [n for n in extra.nodes if n.name not in g.node_index]
+        outputs = list(g.outputs)
+        middle = [n.outputs[0] for n in g.nodes if n.role == "forward"
+                  and n.outputs[0] not in outputs]
+        if middle and rng.random() < 0.5:
+            outputs.append(rng.choice(middle))
+        return Graph.from_nodes(nodes_, tensors, outputs, g.name)
+
+
+def random_schedule(graph: Graph, seed: int) -> tuple[str, ...]:
+    """A random topological order (Kahn's algorithm with seeded tie-breaking)."""
+    rng = random.Random(seed)
+    preds: dict[str, set[str]] = {}
+    for n in graph.nodes:
+        ps = {graph.tensors[i].producer for i in n.inputs} - {None}
+        preds[n.name] = ps | set(n.deps)
+    succs: dict[str, list[str]] = {n: [] for n in preds}
+    for n, ps in preds.items():
+        for p in ps:
+            succs[p].append(n)
+    indeg = {n: len(ps) for n, ps in preds.items()}
+    ready = sorted(n for n, d in indeg.items() if d == 0)
+    out = []
+    while ready:
+        n = ready.pop(rng.randrange(len(ready)))
+        out.append(n)
+        for s in sorted(succs[n]):
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                ready.append(s)
+    return tuple(out)
+
+
+def default_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded values for every input (normal; integers in [0, 4)) and parameter."""
+    from ..runtime.executor import init_params
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for t in graph.leaves("input"):
+        if np.dtype(t.dtype).kind == "f":
+            feeds[t.name] = rng.standard_normal(t.shape).astype(t.dtype)
+        else:
+            feeds[t.name] = rng.integers(0, 4, t.shape).astype(t.dtype)
+    return {**feeds, **init_params(graph, seed)}
+
+
+@dataclass
+class PublicGraph:
+    name: str
+    graph: Graph
+    feeds: Callable[[], dict]
+
+
+MODEL_NAMES = ("mlp", "cnn", "transformer", "lstm")
+
+
+def _model_graphs(names: Sequence[str] = MODEL_NAMES) -> list[PublicGraph]:
+    """Training graphs of the model zoo (`minigraph.models`), at their default tiny size."""
+    try:
+        from ..models import get_model
+    except ImportError:
+        return []
+    out = []
+    for name in names:
+        try:
+            m = get_model(name)
+        except Exception:   # noqa: BLE001  a model that cannot be built is not a case
+            continue
+        out.append(PublicGraph(f"model-{name}", m.graph, lambda m=m: m.feeds(0)))
+    return out
+
+
+def _own(name: str, g: Graph) -> PublicGraph:
+    return PublicGraph(name, g, lambda: default_feeds(g))
+
+
+def public_graphs() -> list[PublicGraph]:
+    """The fixed, public graphs every assignment-1 and -2 grading starts with."""
+    return [_own("mlp", mlp_graph()), _own("residual", residual_graph()),
+            _own("chain", chain_graph()), *_model_graphs()]
+
+
+def liveness_cases(seed: int = 0, generated: int = 24) -> list[GraphCase]:
+    """Assignment 1: public graphs in program and random orders at three alignments,
+    then `generated` random graphs (seeded by `seed`)."""
+    cases = []
+    for p in public_graphs():
+        g, name = p.graph, p.name
+        prog = tuple(n.name for n in g.nodes)
+        cases.append(GraphCase(f"{name}/program/align512", g, prog, 512))
+        cases.append(GraphCase(f"{name}/random-order/align1", g, random_schedule(g, seed), 1))
+        cases.append(GraphCase(f"{name}/random-order/align64", g,
+                               random_schedule(g, seed + 1), 64))
+    rng = random.Random(seed)
+    for _ in range(generated):
+        s = rng.randrange(2 ** 31)
+        g = random_graph(s, nodes=rng.randint(1, 14), backward=rng.random() < 0.7)
+        cases.append(GraphCase(f"random-graph/seed{s}", g, random_schedule(g, s),
+                               rng.choice((1, 4, 64, 512)), "generated"))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------
+# Buffer lists
+# ---------------------------------------------------------------------------------------
+
+def _fallback_hard_instance(n: int, capacity: int, steps: int, seed: int) -> list[Buffer]:
+    """Cut the rectangle [0, steps) x [0, capacity) into `n` pieces by random guillotine
+    cuts: a buffer list whose optimal arena (and theoretical minimum) is `capacity`,
+    but that greedy planners rarely pack perfectly (the DSA instances of seed 002)."""
+    rng = random.Random(seed)
+    rects = [(0, steps, 0, capacity)]   # (t0, t1, lo, hi), half-open
+    while len(rects) < n:
+        cuttable = [r for r in rects if r[1] - r[0] > 1 or r[3] - r[2] > 1]
+        if not cuttable:
+            break
+        r = rng.choice(cuttable)
+        t0, t1, lo, hi = r
+        rects.remove(r)
+        if t1 - t0 > 1 and (hi - lo <= 1 or rng.random() < 0.5):
+            t = rng.randint(t0 + 1, t1 - 1)
+            rects += [(t0, t, lo, hi), (t, t1, lo, hi)]
+        else:
+            m = rng.randint(lo + 1, hi - 1)
+            rects += [(t0, t1, lo, m), (t0, t1, m, hi)]
+    rng.shuffle(rects)
+    return [Buffer(f"b{k}", t0, t1 - 1, hi - lo) for k, (t0, t1, lo, hi) in enumerate(rects)]
+
+
+def hard_instance(n: int, capacity: int, steps: int, seed: int) -> list[Buffer]:
+    """`minigraph.memory.instances.hard_instance` when it exists, else our own generator."""
+    try:
+        from ..memory.instances import hard_instance as lib
+    except ImportError:
+        return _fallback_hard_instance(n, capacity, steps, seed)
+    try:
+        got = lib(n, capacity, steps, seed)
+        got = list(getattr(got, "buffers", got))
+        if got and all(isinstance(b, Buffer) for b in got):
+            return got
+    except Exception:   # noqa: BLE001  fall back rather than lose the case
+        pass
+    return _fallback_hard_instance(n, capacity, steps, seed)
+
+
+def random_buffers(seed: int, n: int, steps: int = 20, shape: str = "mixed") -> list[Buffer]:
+    """Random buffers; `shape` picks a family: "mixed", "nested", "short", "equal"."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        if shape == "short":
+            s = rng.randrange(steps)
+            e = min(steps - 1, s + rng.randint(0, 2))
+        elif shape == "nested":
+            s = rng.randint(0, steps // 2)
+            e = max(s, steps - 1 - rng.randint(0, steps // 2))
+        else:
+            s, e = sorted((rng.randrange(steps), rng.randrange(steps)))
+        size = 512 if shape == "equal" else rng.choice((0, 1, 7, 64, 100, 512, 4096)) \
+            if rng.random() < 0.2 else rng.randint(1, 2048)
+        out.append(Buffer(f"b{k}", s, e, size))
+    return out
+
+
+def planner_cases(seed: int = 0, generated: int = 18) -> list[BufferCase]:
+    """Assignment 2: the liveness buffers of the public graphs (also re-executed),
+    hand-made edge cases, hard instances with a known optimum, random lists."""
+    from ..memory.liveness import liveness
+    cases = []
+    for p in public_graphs():
+        g = p.graph
+        for order, sched in (("program", tuple(n.name for n in g.nodes)),
+                             ("random-order", random_schedule(g, seed))):
+            bufs = liveness(g, sched, 64).buffers()
+            cases.append(BufferCase(f"{p.name}/{order}", bufs, 64, "public", g, sched,
+                                    feeds=p.feeds))
+    rng = random.Random(seed + 2)
+    for _ in range(4):
+        s = rng.randrange(2 ** 31)
+        g = random_graph(s, nodes=rng.randint(4, 16))
+        sched = random_schedule(g, s)
+        cases.append(BufferCase(f"random-graph/seed{s}", liveness(g, sched, 64).buffers(), 64,
+                                "generated", g, sched,
+                                feeds=lambda g=g, s=s: default_feeds(g, s)))
+    try:
+        from ..memory.instances import ge_seed_example
+        cases.append(BufferCase("seed001-example", list(ge_seed_example()), 1))
+    except ImportError:
+        pass
+    cases += [
+        BufferCase("edge/empty", []),
+        BufferCase("edge/one", [Buffer("a", 0, 0, 100)]),
+        BufferCase("edge/zero-size", [Buffer("a", 0, 3, 0), Buffer("b", 0, 3, 8),
+                                      Buffer("c", 2, 5, 0)]),
+        BufferCase("edge/touching", [Buffer("a", 0, 2, 64), Buffer("b", 2, 4, 64),
+                                     Buffer("c", 3, 5, 64)]),
+        BufferCase("edge/integer-ids", [Buffer(k, k, k + 2, 16 * (k + 1)) for k in range(6)]),
+        BufferCase("edge/all-alive", [Buffer(f"t{k}", 0, 9, 100 + k) for k in range(8)]),
+    ]
+    rng = random.Random(seed + 1)
+    for n, cap in ((8, 1024), (16, 4096), (32, 4096), (48, 8192)):
+        s = rng.randrange(2 ** 31)
+        bufs = hard_instance(n, cap, 2 * n, s)
+        cases.append(BufferCase(f"hard/n{n}/seed{s}", bufs, 1, "generated",
+                                known_optimum=cap))
+    shapes = ("mixed", "nested", "short", "equal")
+    for k in range(generated):
+        s = rng.randrange(2 ** 31)
+        shape = shapes[k % len(shapes)]
+        bufs = random_buffers(s, rng.randint(2, 60), rng.randint(4, 40), shape)
+        cases.append(BufferCase(f"random-{shape}/seed{s}", bufs, 1, "generated"))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------
+# Private cases: files an instructor keeps out of the students' repository
+# ---------------------------------------------------------------------------------------
+
+def graph_to_json(graph: Graph) -> dict:
+    """Plain JSON for a graph (what `a1/*.json` private cases hold)."""
+    return {"name": graph.name,
+            "nodes": [{"name": n.name, "op": n.op, "attrs": _jsonable(n.attr),
+                       "inputs": list(n.inputs), "outputs": list(n.outputs),
+                       "role": n.role, "deps": list(n.deps)} for n in graph.nodes],
+            "tensors": {t.name: {"shape": list(t.shape), "dtype": t.dtype, "kind": t.kind,
+                                 "producer": t.producer, "index": t.index,
+                                 "alias_of": t.alias_of,
+                                 **({"value": np.asarray(t.value).tolist()}
+                                    if t.value is not None else {})}
+                        for t in graph.tensors.values()},
+            "outputs": list(graph.outputs)}
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def _retuple(v):
+    if isinstance(v, list):
+        return tuple(_retuple(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _retuple(x)) for k, x in v.items()))
+    return v
+
+
+def graph_from_json(d: dict) -> Graph:
+    nodes = [Node(n["name"], n["op"], _retuple(n.get("attrs", {})), tuple(n["inputs"]),
+                  tuple(n["outputs"]), n.get("role", "forward"), tuple(n.get("deps", ())))
+             for n in d["nodes"]]
+    tensors = {}
+    for name, t in d["tensors"].items():
+        value = np.asarray(t["value"], dtype=t["dtype"]) if "value" in t else None
+        tensors[name] = TensorInfo(name, tuple(t["shape"]), t["dtype"], t["kind"],
+                                   t.get("producer"), t.get("index", 0), value,
+                                   alias_of=t.get("alias_of"))
+    return Graph.from_nodes(nodes, tensors, d["outputs"], d.get("name", "graph"))
+
+
+def write_graph_case(path: str | os.PathLike, graph: Graph,
+                     schedule: Sequence[str] | None = None, alignment: int = 512) -> None:
+    """Save a graph case (for `a1/` or `a2/` of a private case directory)."""
+    d = {"graph": graph_to_json(graph), "alignment": alignment,
+         "schedule": list(schedule) if schedule is not None else None}
+    Path(path).write_text(json.dumps(d, indent=1))
+
+
+def write_buffer_case(path: str | os.PathLike, buffers: Sequence[Buffer]) -> None:
+    """Save a buffer list as CSV `id,start,end,size` (end inclusive), for `a2/`."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "start", "end", "size"])
+        for b in buffers:
+            w.writerow([b.id, b.start, b.end, b.size])
+
+
+def read_buffer_csv(path: str | os.PathLike) -> list[Buffer]:
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [Buffer(_id(r["id"]), int(r["start"]), int(r["end"]), int(r["size"])) for r in rows]
+
+
+def _id(s: str) -> Hashable:
+    return int(s) if s.lstrip("-").isdigit() else s
+
+
+def _read_graph_case(path: Path) -> GraphCase:
+    d = json.loads(path.read_text())
+    g = graph_from_json(d["graph"] if "graph" in d else d)
+    sched = tuple(d.get("schedule") or (n.name for n in g.nodes))
+    return GraphCase(f"private/{path.stem}", g, sched, int(d.get("alignment", 512)), "private")
+
+
+def private_dir(private: str | os.PathLike | int | None = None) -> tuple[Path | None,
+                                                                        int | None]:
+    """Where private cases live and the private seed, from the argument or environment."""
+    if isinstance(private, int) and not isinstance(private, bool):
+        return None, private
+    root = Path(private) if private else (Path(os.environ[PRIVATE_ENV])
+                                          if os.environ.get(PRIVATE_ENV) else None)
+    seed = None
+    if os.environ.get(PRIVATE_SEED_ENV):
+        seed = int(os.environ[PRIVATE_SEED_ENV])
+    if root is not None:
+        if not root.is_dir():
+            raise FileNotFoundError(f"private case directory {root} does not exist")
+        for fname in ("seed", "seed.txt"):
+            if (root / fname).exists():
+                seed = int((root / fname).read_text().strip())
+    return root, seed
+
+
+def private_liveness_cases(private=None) -> list[GraphCase]:
+    root, seed = private_dir(private)
+    cases = []
+    if root is not None and (root / "a1").is_dir():
+        cases += [_read_graph_case(p) for p in sorted((root / "a1").glob("*.json"))]
+    if seed is not None:
+        for c in liveness_cases(seed, generated=12)[-12:]:
+            c.name, c.source = f"private/{c.name}", "private"
+            cases.append(c)
+    return cases
+
+
+def private_planner_cases(private=None) -> list[BufferCase]:
+    from ..memory.liveness import liveness
+    root, seed = private_dir(private)
+    cases = []
+    if root is not None and (root / "a2").is_dir():
+        for p in sorted((root / "a2").iterdir()):
+            if p.suffix == ".csv":
+                cases.append(BufferCase(f"private/{p.stem}", read_buffer_csv(p), 1, "private"))
+            elif p.suffix == ".json":
+                d = json.loads(p.read_text())
+                if "buffers" in d:
+                    bufs = [Buffer(_id(str(b[0])), *map(int, b[1:4])) for b in d["buffers"]]
+                    cases.append(BufferCase(f"private/{p.stem}", bufs,
+                                            int(d.get("alignment", 1)), "private"))
+                else:
+                    gc = _read_graph_case(p)
+                    bufs = liveness(gc.graph, gc.schedule, gc.alignment).buffers()
+                    cases.append(BufferCase(gc.name, bufs, gc.alignment, "private",
+                                            gc.graph, gc.schedule,
+                                            feeds=lambda g=gc.graph: default_feeds(g)))
+    if seed is not None:
+        rng = random.Random(seed)
+        for k in range(8):
+            s = rng.randrange(2 ** 31)
+            n = rng.randint(8, 48)
+            if k % 2:
+                cases.append(BufferCase(f"private/hard{k}", hard_instance(n, 4096, 2 * n, s),
+                                        1, "private", known_optimum=4096))
+            else:
+                cases.append(BufferCase(f"private/random{k}", random_buffers(s, n), 1,
+                                        "private"))
+    return cases
+
+
+def select(cases: list, only: Callable | None) -> list:
+    return [c for c in cases if only is None or only(c)]

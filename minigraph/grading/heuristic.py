@@ -1,0 +1,476 @@
+"""Grading assignment 3: an eviction heuristic for DTR (seed 003, MegEngine's DTR).
+
+The student writes `fn(t, now) -> float`: the score of one resident tensor `t` at clock
+`now`; when memory runs out, the tensor with the LOWEST score is evicted. As in
+MegEngine's `find_best_tensor`, the heuristic sees every resident tensor the runtime
+could rematerialise, pinned ones included (`t.pinned`: an input or output of the op
+being run, or about to be), and must keep the pinned ones out: `math.inf` means "never
+evict this one". Everything else `t` offers is the runtime's `TensorView` (size, cost,
+staleness, recomputes, neighbour costs...), read-only.
+
+Each case runs a model's training step for real, under a byte budget of 80, 60 or 40% of
+the no-rematerialisation peak, in a child process. It passes when the run finishes, every
+eviction was of an unpinned tensor, every score was a number, and the outputs equal a
+plain run's bit for bit. Points: 0.6 for passing plus 0.4 x min(1, DTR's compute
+overhead / yours) - matching DTR's own heuristic gets full marks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BudgetError, ThrashError
+from ..graph import Graph
+from .report import NOT_IMPLEMENTED, CaseResult, GradeReport, geometric_mean
+from .runner import Outcome, run_case
+
+PASS_POINTS = 0.6
+RATIOS = (0.8, 0.6, 0.4)
+BASELINES = ("dtr", "lru", "megengine")
+# (label, zoo name, builder keywords): models with room below their peak (the smallest
+# budget guaranteed to work is well under 40% of it for the MLP, near it for the others)
+MODELS: tuple[tuple[str, str, dict], ...] = (
+    ("mlp8", "mlp", {"sizes": (64, 128, 128, 128, 128, 128, 128, 128, 128, 10)}),
+    ("transformer", "transformer", {}),
+    ("resnet", "resnet", {}),
+)
+TIME_LIMIT = 60.0
+THRASH_LIMIT = 10.0   # the runtime gives up past this many times the base compute
+FIELDS = ("name", "kind", "node", "size", "cost", "staleness", "last_access", "recomputes",
+          "neighbor_cost", "evicted_neighbors", "eqclass_cost", "megengine_cost",
+          "ancestor_cost", "address", "free_left", "free_right")
+
+
+@dataclass
+class HeuristicCase:
+    """One model at one budget (a fraction of its no-rematerialisation peak)."""
+    name: str
+    graph: Graph = field(repr=False)
+    ratio: float
+    feeds: Callable[[], dict] = field(repr=False)
+    alignment: int = 512
+    costs: str = "flops"
+    source: str = "public"
+
+
+# ---------------------------------------------------------------------------------------
+# What the student's function sees, and the runtime that asks it
+# ---------------------------------------------------------------------------------------
+
+class CandidateView:
+    """One resident tensor, read-only: the runtime's `TensorView` fields plus `pinned`."""
+
+    __slots__ = ("_t", "pinned")
+
+    def __init__(self, t: Any, pinned: bool):
+        object.__setattr__(self, "_t", t)
+        object.__setattr__(self, "pinned", pinned)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"tensor views are read-only (tried to set {name!r}): a "
+                             "heuristic only scores; the runtime evicts")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in FIELDS:
+            return getattr(self._t, name)
+        raise AttributeError(f"a tensor view has no {name!r}; it has "
+                             f"{', '.join(FIELDS + ('pinned',))}")
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {}
+        for f in FIELDS:
+            try:
+                out[f] = getattr(self._t, f)
+            except Exception:   # noqa: BLE001  e.g. free_left without addresses
+                out[f] = None
+        out["pinned"] = self.pinned
+        return out
+
+    def __repr__(self) -> str:
+        return (f"CandidateView({self.name}: {self.size} B, cost {self.cost:g}, staleness "
+                f"{self.staleness:g}, recomputed {self.recomputes}x"
+                f"{', PINNED' if self.pinned else ''})")
+
+
+class HeuristicFault(Exception):
+    """The heuristic broke the contract: `kind` is "pinned", "score" or "error"."""
+
+    def __init__(self, kind: str, message: str, call: dict | None = None,
+                 now: float = 0.0, returned: Any = None, tb: str = ""):
+        super().__init__(message)
+        self.kind, self.call, self.now, self.returned, self.tb = kind, call, now, returned, tb
+
+
+def _guarded_runtime_class():
+    from ..runtime.dtr import DTRRuntime
+
+    class GuardedRuntime(DTRRuntime):
+        """DTR with the student's scores: every resident, replayable tensor is scored
+        (pinned ones too, flagged); the lowest finite score is evicted, and it must not
+        be pinned. Mirrors `DTRRuntime._choose` (the first lowest score wins; where the
+        runtime protects tensors queued for the running op, a strict pass first)."""
+
+        def __init__(self, program: Any, budget: int, student: Callable, **kw: Any):
+            super().__init__(program, budget, "dtr", **kw)
+            self.student = student
+            self.trace.heuristic = getattr(student, "__name__", "student")
+            self.calls = 0
+            self.every_inf = False
+
+        def _score(self, v: CandidateView, now: float) -> float:
+            self.calls += 1
+            try:
+                s = self.student(v, now)
+            except Exception as e:
+                raise HeuristicFault("error", f"{type(e).__name__}: {e}", v.as_dict(), now,
+                                     tb=traceback.format_exc()) from e
+            bad = isinstance(s, (bool, str, bytes)) or s is None
+            if not bad:
+                try:
+                    s = float(s)
+                except Exception:   # noqa: BLE001  anything that is not a real number
+                    bad = True
+            if bad:
+                raise HeuristicFault("score", "not a number", v.as_dict(), now,
+                                     f"{s!r} ({type(s).__name__})"[:80])
+            if math.isnan(s):
+                raise HeuristicFault("score", "NaN", v.as_dict(), now, "nan")
+            return s
+
+        def _choose(self, need: int) -> list[int]:
+            now = self.now
+            protect = getattr(self, "protect", None)   # tensors queued for the running op
+            for strict in ((True, False) if protect is not None else (False,)):
+                best, best_s, best_view = -1, math.inf, None
+                for t in list(self._cand):
+                    pinned = bool(self.pins[t] or (strict and protect[t]))
+                    v = CandidateView(self._view(t, now), pinned)
+                    s = self._score(v, now)
+                    if s < best_s:
+                        best, best_s, best_view = t, s, v
+                if best >= 0:
+                    if best_view.pinned:
+                        raise HeuristicFault("pinned", f"score {best_s:g}",
+                                             best_view.as_dict(), now, best_s)
+                    return [best]
+            self.every_inf = bool(self._cand)
+            return []
+
+    return GuardedRuntime
+
+
+def budget_for(program: Any, ratio: float) -> tuple[int, bool]:
+    """`ratio` x the peak, raised to the smallest budget guaranteed to work if below it."""
+    b = program.bounds()
+    want = int(ratio * b.peak)
+    return (want, False) if want >= b.safe else (b.safe, True)
+
+
+def _digests(outputs: dict) -> dict[str, str]:
+    import numpy as np
+    return {k: hashlib.blake2b(np.ascontiguousarray(v).tobytes(), digest_size=16).hexdigest()
+            for k, v in outputs.items()}
+
+
+def run_student(student: Callable, case: HeuristicCase,
+                thrash_limit: float = THRASH_LIMIT) -> dict:
+    """Run the case's model for real under DTR with the student's scores (in the child)."""
+    from ..runtime.dtr.executor import ArrayBackend
+    from ..runtime.dtr.program import as_program
+    program = as_program(case.graph, None, case.alignment, case.costs)
+    budget, clamped = budget_for(program, case.ratio)
+    backend = ArrayBackend(case.graph, "cpu", case.feeds(), 0, 0, False)
+    rt = _guarded_runtime_class()(program, budget, student, backend=backend,
+                                  thrash_limit=thrash_limit)
+    base = {"budget": budget, "clamped": clamped, "peak": program.bounds().peak}
+    try:
+        tr = rt.run()
+    except HeuristicFault as e:
+        return {**base, "fault": e.kind, "message": str(e), "call": e.call, "now": e.now,
+                "returned": e.returned, "traceback": e.tb}
+    except ThrashError as e:
+        return {**base, "fault": "thrash", "message": str(e)}
+    except BudgetError as e:
+        return {**base, "fault": "stuck", "message": str(e), "every_inf": rt.every_inf}
+    return {**base, "overhead": tr.overhead, "extra_compute": tr.extra_compute,
+            "evictions": tr.evictions, "replays": tr.rematerializations,
+            "max_used": tr.max_used, "calls": rt.calls, "digests": _digests(tr.outputs)}
+
+
+def run_heuristic(fn: Callable, graph: Graph, ratio: float | None = None,
+                  budget: int | None = None, alignment: int = 512, costs: str = "flops",
+                  thrash_limit: float = 10.0) -> Any:
+    """Try a heuristic on a graph, simulated, in this process: returns the `DTRTrace`, or
+    raises HeuristicFault explaining the first bad call (for notebooks; grading runs
+    the kernels for real, in a child process)."""
+    from ..runtime.dtr.program import as_program
+    program = as_program(graph, None, alignment, costs)
+    if budget is None:
+        budget = int((0.5 if ratio is None else ratio) * program.bounds().peak)
+    rt = _guarded_runtime_class()(program, budget, fn, thrash_limit=thrash_limit)
+    try:
+        return rt.run()
+    except HeuristicFault as e:
+        if isinstance(e.__cause__, NotImplementedError):
+            raise e.__cause__ from None       # a stub: let the notebook say so
+        r = {"fault": e.kind, "message": str(e), "call": e.call, "now": e.now,
+             "returned": e.returned, "traceback": e.tb}
+        raise HeuristicFault(e.kind, explain_fault(r, f"budget {budget:,} B"), e.call, e.now,
+                             e.returned, e.tb) from None
+
+
+# ---------------------------------------------------------------------------------------
+# Cases and baselines
+# ---------------------------------------------------------------------------------------
+
+def heuristic_cases(models: Sequence[tuple[str, str, dict]] = MODELS,
+                    ratios: Sequence[float] = RATIOS, chain: bool = True
+                    ) -> list[HeuristicCase]:
+    """The DTR paper's linear chain (unit costs), then each model at each budget."""
+    cases = []
+    if chain:
+        from ..runtime.dtr.examples import feeds_for, linear_chain
+        g = linear_chain(24)
+        cases += [HeuristicCase(f"chain24/{int(r * 100)}%", g, r, lambda g=g: feeds_for(g),
+                                alignment=1, costs="unit") for r in ratios]
+    for label, name, kw in models:
+        from ..models import get_model
+        m = get_model(name, **kw)
+        cases += [HeuristicCase(f"{label}/{int(r * 100)}%", m.graph, r,
+                                lambda m=m: m.feeds(0)) for r in ratios]
+    return cases
+
+
+def private_heuristic_cases(private: Any = None) -> list[HeuristicCase]:
+    """`a3/*.json` of the private directory: {"model": name, "ratios": [...],
+    "kwargs": {...}} (a model of the zoo at another size or budget)."""
+    import json
+
+    from .cases import private_dir
+    root, _ = private_dir(private)
+    cases = []
+    if root is not None and (root / "a3").is_dir():
+        from ..models import get_model
+        for p in sorted((root / "a3").glob("*.json")):
+            d = json.loads(p.read_text())
+            m = get_model(d["model"], **d.get("kwargs", {}))
+            for r in d.get("ratios", RATIOS):
+                cases.append(HeuristicCase(f"private/{p.stem}/{int(r * 100)}%", m.graph, r,
+                                           lambda m=m: m.feeds(0), source="private"))
+    return cases
+
+
+_reference_cache: dict[tuple, Any] = {}
+
+
+def baseline(name: str, case: HeuristicCase) -> float | None:
+    """Compute overhead of a library heuristic on the case (simulated: the same decisions
+    as a real run), or None when it thrashes or gets stuck; cached."""
+    key = (name, id(case.graph), case.ratio, case.alignment, case.costs)
+    if key not in _reference_cache:
+        from ..runtime.dtr import simulate
+        from ..runtime.dtr.program import as_program
+        program = as_program(case.graph, None, case.alignment, case.costs)
+        budget, _ = budget_for(program, case.ratio)
+        try:
+            _reference_cache[key] = simulate(program, budget, heuristic=name,
+                                             thrash_limit=THRASH_LIMIT,
+                                             timeline=False).overhead
+        except (ThrashError, BudgetError):
+            _reference_cache[key] = None
+    return _reference_cache[key]
+
+
+def reference_digests(case: HeuristicCase) -> dict[str, str]:
+    key = ("plain", id(case.graph))
+    if key not in _reference_cache:
+        from ..runtime.executor import Executor
+        _reference_cache[key] = _digests(Executor(case.graph, device="cpu").run(case.feeds()))
+    return _reference_cache[key]
+
+
+# ---------------------------------------------------------------------------------------
+# Grading
+# ---------------------------------------------------------------------------------------
+
+def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = None,
+                    private: Any = None, time_limit: float = TIME_LIMIT, mode: str = "auto",
+                    max_timeouts: int = 2, baselines: Sequence[str] = BASELINES
+                    ) -> GradeReport:
+    """Grade `fn(t, now) -> score` (lowest evicted first; `math.inf` for tensors that
+    must stay, pinned ones above all) on the chain and three models at 80/60/40% of the
+    peak, plus private cases (`private`, or `MINIGRAPH_PRIVATE_CASES`)."""
+    if cases is None:
+        cases = heuristic_cases() + private_heuristic_cases(private)
+    skipped = [c for c in cases if baseline("dtr", c) is None]
+    cases = [c for c in cases if baseline("dtr", c) is not None]
+    results, outcomes = [], []
+    timeouts, status = 0, "graded"
+    for k, case in enumerate(cases):
+        out = run_case(run_student, (fn, case), time_limit=time_limit, mode=mode)
+        outcomes.append(out)
+        results.append(judge_run(case, out))
+        timeouts += out.status == "timeout"
+        if timeouts >= max_timeouts and k + 1 < len(cases):
+            status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
+            results += [CaseResult(c.name, c.source, False, 0.0, "not run (stopped after "
+                                   "repeated time-outs)") for c in cases[k + 1:]]
+            break
+    report = GradeReport(
+        "A3 eviction heuristic", results, status,
+        scoring=f"per case {PASS_POINTS:g} for a correct run + {1 - PASS_POINTS:.1g} x "
+                "min(1, DTR's compute overhead / yours)")
+    if skipped:
+        report.notes.append(f"{len(skipped)} cases left out because DTR's own heuristic "
+                            f"does not finish them within the thrash limit: "
+                            f"{', '.join(c.name for c in skipped[:12])}"
+                            f"{', ...' if len(skipped) > 12 else ''}")
+    if outcomes and all(_not_implemented(o) for o in outcomes):
+        report.status = NOT_IMPLEMENTED
+        return report
+    first = next((i for i, r in enumerate(results) if not r.passed), None)
+    if first is not None and first < len(outcomes):
+        report.reproducer = heuristic_reproducer(fn, cases[first], outcomes[first])
+    report.comparison = comparison_rows(cases[:len(outcomes)], results,
+                                        getattr(fn, "__name__", "you"), baselines)
+    report.comparison_title = ("Compute overhead (total / base; 1.000 = no recomputation), "
+                               "per case:")
+    return report
+
+
+def _not_implemented(o: Outcome) -> bool:
+    if o.error_type == "NotImplementedError":
+        return True
+    v = o.value if o.ok else None
+    return isinstance(v, dict) and v.get("fault") == "error" and \
+        str(v.get("message", "")).startswith("NotImplementedError")
+
+
+def judge_run(case: HeuristicCase, out: Outcome) -> CaseResult:
+    def fail(msg: str) -> CaseResult:
+        return CaseResult(case.name, case.source, False, 0.0, msg, out.seconds,
+                          printed=out.printed)
+
+    if not out.ok:
+        return fail(f"the run {out.describe()}" + ("\n" + out.traceback if out.traceback
+                                                   else ""))
+    r = out.value
+    if not isinstance(r, dict):
+        return fail(f"the run returned {r!r} instead of a result")
+    budget = r.get("budget")
+    where = f"budget {budget:,} B = {case.ratio:.0%} of the peak {r.get('peak', 0):,} B" + \
+        (" (raised to the smallest budget guaranteed to work)" if r.get("clamped") else "")
+    fault = r.get("fault")
+    if fault:
+        return fail(explain_fault(r, where))
+    if r["max_used"] > budget:
+        return fail(f"the arena reached {r['max_used']:,} B, over the {where}")
+    if r["digests"] != reference_digests(case):
+        return fail("the outputs differ from a plain run (no rematerialisation): a tensor "
+                    "was overwritten while still needed")
+    mine = r["overhead"]
+    ref = baseline("dtr", case)
+    eff = 1.0 if ref is None or mine <= ref + 1e-12 else ref / mine
+    metrics = {"overhead": mine, "dtr": ref, "evictions": r["evictions"],
+               "replays": r["replays"], "budget": budget}
+    msg = "" if eff >= 1.0 else (f"correct, but compute x{mine:.3f} against DTR's "
+                                 f"x{ref:.3f}")
+    return CaseResult(case.name, case.source, True, PASS_POINTS + (1 - PASS_POINTS) * eff,
+                      msg, out.seconds, metrics)
+
+
+def explain_fault(r: dict, where: str) -> str:
+    fault, call = r["fault"], r.get("call") or {}
+    name = call.get("name", "?")
+    at = f"at clock {r.get('now', 0):g} ({where})"
+    if fault == "pinned":
+        return (f"{at} your heuristic gave the lowest score ({r.get('returned')}) to "
+                f"{name!r}, which is PINNED: an input or output of the op being run (or "
+                "about to be). Evicting it would take its bytes from under the kernel. "
+                "MegEngine's find_best_tensor only considers tensors that (1) have a "
+                "compute path, (2) are in memory and (3) are not pinned: score pinned "
+                "tensors math.inf.")
+    if fault == "score":
+        return (f"{at} scoring {name!r}, your heuristic returned {r.get('returned')}; a "
+                "score must be a number (lowest is evicted first; math.inf: never)")
+    if fault == "error":
+        tb = _student_frames(r.get("traceback") or "")
+        return f"{at} scoring {name!r}, your heuristic raised {r['message']}" + \
+            (f"\n{tb}" if tb else "")
+    if fault == "thrash":
+        return (f"the run thrashed ({where}): {r['message']}. A heuristic that evicts "
+                "what is about to be needed recomputes the same tensors over and over.")
+    if fault == "stuck":
+        hint = (" Your heuristic scored every candidate math.inf, so nothing could be "
+                "evicted; only pinned tensors should get math.inf." if r.get("every_inf")
+                else "")
+        return f"the run got stuck ({where}): {r['message']}.{hint}"
+    return f"{fault}: {r.get('message')}"
+
+
+def _student_frames(tb: str) -> str:
+    import os
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    keep, skipping = [], False
+    for line in tb.splitlines():
+        if line.startswith('  File "'):
+            skipping = pkg in line
+        if not skipping and not line.startswith("Traceback"):
+            keep.append(line)
+    return "\n".join(keep[-12:])
+
+
+def heuristic_reproducer(fn: Callable, case: HeuristicCase, out: Outcome) -> str:
+    """The one call that went wrong, as code: the view's values and what came back."""
+    if case.source == "private":
+        return "(a private case: not shown)"
+    r = out.value if out.ok and isinstance(out.value, dict) else {}
+    call = r.get("call")
+    if not call:
+        return ""
+    name = getattr(fn, "__name__", "fn")
+    fields = ", ".join(f"{k}={v!r}" for k, v in call.items())
+    lines = ["from types import SimpleNamespace",
+             f"t = SimpleNamespace({fields})",
+             f"{name}(t, {r.get('now', 0.0)!r})"]
+    if r.get("fault") == "pinned":
+        lines.append(f"# returned {r.get('returned')}: the lowest score of all candidates, "
+                     "for a pinned tensor (expected: math.inf)")
+    elif r.get("fault") == "score":
+        lines.append(f"# returned {r.get('returned')}, which is not a number")
+    else:
+        lines.append(f"# raised {r.get('message')}")
+    lines.append(f"# (the first bad call while running {case.name})")
+    return "\n".join(lines)
+
+
+def comparison_rows(cases: Sequence[HeuristicCase], results: Sequence[CaseResult],
+                    you: str, baselines: Sequence[str] = BASELINES) -> list[dict[str, Any]]:
+    rows = []
+    mine_all: list[float] = []
+    base_all: dict[str, list[float]] = {b: [] for b in baselines}
+    for c, r in zip(cases, results):
+        row: dict[str, Any] = {"case": c.name,
+                               f"{you} (you)": r.metrics["overhead"] if r.passed else
+                               "failed"}
+        ok = r.passed
+        for b in baselines:
+            v = baseline(b, c)
+            row[b] = v if v is not None else "thrash"
+            ok = ok and v is not None
+        if ok:
+            mine_all.append(r.metrics["overhead"])
+            for b in baselines:
+                base_all[b].append(baseline(b, c))
+        rows.append(row)
+    if mine_all:
+        total: dict[str, Any] = {"case": "geometric mean", f"{you} (you)":
+                                 geometric_mean(mine_all)}
+        total.update({b: geometric_mean(v) for b, v in base_all.items()})
+        rows.append(total)
+    return rows

@@ -1,0 +1,367 @@
+"""Grading assignment 2: an offset planner.
+
+The student writes `fn(buffers) -> {buffer id: offset}` (a `Placement` is fine too).
+Nothing they return is trusted: the validator (`validate_offsets`) decides whether the
+plan is safe, and where the buffers come from a graph, the graph is also RUN in one
+arena laid out by their offsets and its outputs compared bit for bit with a run that
+has no reuse at all. A valid plan earns 0.7 of a case's point; the other 0.3 is for its
+arena: full if it is no larger than the baseline planner's (MXNet's refcount
+simulation, seed 004), less in proportion when it is larger.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import PlanError
+from ..memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
+from .cases import BufferCase, planner_cases, private_planner_cases
+from .report import NOT_IMPLEMENTED, CaseResult, GradeReport, geometric_mean
+from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case
+
+VALID_POINTS = 0.7
+BASELINE = "refcount"
+
+
+def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
+                  private: Any = None, seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
+                  mode: str = "auto", shrink: bool = True, max_timeouts: int = 2,
+                  baseline: str = BASELINE, leaderboard: bool | Sequence[str] = True,
+                  execute: bool = True) -> GradeReport:
+    """Grade `fn(buffers) -> {id: offset}` on the public cases (graphs' liveness buffers,
+    edge cases, hard instances with a known optimum, random lists; `seed` picks the
+    generated ones), plus private cases (`private`, or `MINIGRAPH_PRIVATE_CASES`).
+    `leaderboard`: True for every library planner, a list of names, or False."""
+    if cases is None:
+        cases = planner_cases(seed) + private_planner_cases(private)
+    library_planners()   # import every planner module once, before any fork
+    base = {c.name: _library_arena(baseline, c) for c in cases}
+    results, outcomes, offsets_of = [], [], {}
+    timeouts, status = 0, "graded"
+    for k, case in enumerate(cases):
+        out = _run(fn, case.buffers, time_limit, mode)
+        outcomes.append(out)
+        res, offsets = judge_plan(case, out, base[case.name], baseline, execute)
+        results.append(res)
+        if offsets is not None:
+            offsets_of[case.name] = offsets
+        timeouts += out.status == "timeout"
+        if timeouts >= max_timeouts and k + 1 < len(cases):
+            status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
+            results += [CaseResult(c.name, c.source, False, 0.0, "not run (stopped after "
+                                   "repeated time-outs)") for c in cases[k + 1:]]
+            break
+    report = GradeReport(
+        "A2 planner", results, status,
+        scoring=f"per case {VALID_POINTS:g} for a valid plan + {1 - VALID_POINTS:.1g} x "
+                f"min(1, {baseline} arena / your arena)")
+    if outcomes and all(o.error_type == "NotImplementedError" for o in outcomes):
+        report.status = NOT_IMPLEMENTED
+        return report
+    first = next((i for i, r in enumerate(results) if not r.passed), None)
+    if first is not None and first < len(outcomes):
+        report.reproducer = _reproducer(fn, cases[first], outcomes[first], time_limit, mode,
+                                        shrink)
+    if leaderboard:
+        names = None if leaderboard is True else list(leaderboard)
+        report.comparison = leaderboard_rows(cases, results, getattr(fn, "__name__", "you"),
+                                             names)
+        report.comparison_title = ("Leaderboard (valid cases; arena / theoretical minimum, "
+                                   "geometric mean over the cases every row planned):")
+    return report
+
+
+# ---------------------------------------------------------------------------------------
+# Judging one plan
+# ---------------------------------------------------------------------------------------
+
+def _run(fn: Callable, buffers: list[Buffer], time_limit: float, mode: str) -> Outcome:
+    return run_case(fn, (list(buffers),), time_limit=time_limit, mode=mode)
+
+
+def parse_offsets(value: Any) -> tuple[dict[Hashable, int] | None, str]:
+    """The offsets dict a solution returned (a dict, or a `Placement`), or a message."""
+    if isinstance(value, dict) and "__type__" in value:
+        if "offsets" in value and isinstance(value["offsets"], dict):
+            value = value["offsets"]
+        else:
+            return None, (f"expected a dict {{buffer id: offset}}, got a {value['__type__']}")
+    if not isinstance(value, dict):
+        what = f"a {value.type_name} ({value.text})" if isinstance(value, Garbage) else \
+            f"a {type(value).__name__}" if value is not None else "None"
+        return None, f"expected a dict {{buffer id: offset}}, got {what}"
+    return value, ""
+
+
+def judge_plan(case: BufferCase, out: Outcome, base_arena: int | None = None,
+               baseline: str = BASELINE, execute: bool = True
+               ) -> tuple[CaseResult, dict | None]:
+    """Score one answer: validity (the validator, then re-execution), then its arena."""
+    def fail(msg: str) -> tuple[CaseResult, None]:
+        return CaseResult(case.name, case.source, False, 0.0, msg, out.seconds,
+                          printed=out.printed), None
+
+    if not out.ok:
+        msg = f"your function {out.describe()}"
+        return fail(msg + ("\n" + out.traceback if out.traceback else ""))
+    offsets, problem = parse_offsets(out.value)
+    if problem:
+        return fail(problem)
+    problem = validity_problem(case, offsets)
+    if problem:
+        return fail(problem)
+    if execute and case.graph is not None:
+        problem = execution_problem(case, offsets)
+        if problem:
+            return fail(problem)
+    arena = arena_size(case.buffers, offsets)
+    minimum = theoretical_minimum(case.buffers)
+    base_arena = arena if base_arena is None else base_arena
+    eff = 1.0 if arena <= base_arena else base_arena / arena
+    metrics = {"arena": arena, "minimum": minimum, baseline: base_arena,
+               "ratio": arena / minimum if minimum else 1.0}
+    if case.known_optimum is not None:
+        metrics["optimum"] = case.known_optimum
+    msg = "" if eff >= 1.0 else (f"valid, but the arena {arena} B is larger than "
+                                 f"{baseline}'s {base_arena} B")
+    return CaseResult(case.name, case.source, True, VALID_POINTS + (1 - VALID_POINTS) * eff,
+                      msg, out.seconds, metrics), offsets
+
+
+def validity_problem(case: BufferCase, offsets: dict) -> str:
+    """What the validator says about these offsets ("" when the plan is safe)."""
+    ids = {b.id for b in case.buffers}
+    extra = [k for k in offsets if k not in ids]
+    if extra:
+        return (f"offset given for {extra[0]!r}, which is not one of the buffers (ids are "
+                f"the buffers' `id` fields: {sorted(map(repr, ids))[:4]}...)")
+    try:
+        validate_offsets(case.buffers, offsets, alignment=case.alignment)
+    except PlanError as e:
+        msg = f"the validator rejects the plan: {e}"
+        if "not a multiple" in str(e):
+            msg += (f"\n(these buffers come from a graph planned with alignment "
+                    f"{case.alignment}: every size is a multiple of it, and so must every "
+                    "offset be)")
+        return msg
+    except Exception as e:   # noqa: BLE001  a value the validator cannot even compare
+        return f"the validator cannot read the plan: {type(e).__name__}: {e}"
+    return ""
+
+
+_unplanned_cache: dict[str, dict[str, np.ndarray]] = {}
+
+
+def _execute(case: BufferCase, offsets: dict, check: bool = True) -> dict[str, np.ndarray]:
+    from ..memory.liveness import liveness
+    from ..memory.plan import MemoryPlan
+    from ..runtime.executor import Executor
+    live = liveness(case.graph, case.schedule, case.alignment)
+    arena = max((offsets[b.id] + b.size for b in live.buffers() if b.size), default=0)
+    plan = MemoryPlan(live, dict(offsets), arena, strategy="student")
+    if not check:
+        plan.validate = lambda: plan   # run an unsafe plan on purpose, to show the damage
+    return Executor(case.graph, plan, device="cpu").run(case.feeds())
+
+
+def _reference_outputs(case: BufferCase) -> dict[str, np.ndarray]:
+    from ..runtime.executor import Executor
+    key = f"{id(case.graph)}/{case.name}"
+    if key not in _unplanned_cache:
+        _unplanned_cache[key] = Executor(case.graph, device="cpu").run(case.feeds())
+    return _unplanned_cache[key]
+
+
+def _diff(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> str:
+    for name, w in want.items():
+        g = got[name]
+        if g.shape != w.shape or g.tobytes() != w.tobytes():
+            with np.errstate(all="ignore"):
+                d = np.abs(g.astype(np.float64) - w.astype(np.float64))
+            worst = np.nanmax(d) if d.size and not np.all(np.isnan(d)) else float("nan")
+            return f"output {name} differs from the run without reuse (max abs diff {worst:.3g})"
+    return ""
+
+
+def execution_problem(case: BufferCase, offsets: dict) -> str:
+    """Run the graph in the student's arena; compare with no reuse, bit for bit."""
+    try:
+        got = _execute(case, offsets)
+    except Exception as e:   # noqa: BLE001
+        return f"running the graph in your arena failed: {type(e).__name__}: {e}"
+    d = _diff(got, _reference_outputs(case))
+    return f"the plan passes the validator, but running the graph in it: {d}" if d else ""
+
+
+def damage_note(case: BufferCase, offsets: dict) -> str:
+    """For an invalid plan of a graph: what running it anyway would have done."""
+    if case.graph is None or not all(isinstance(v, int) and v >= 0 for v in offsets.values()):
+        return ""
+    if set(offsets) != {b.id for b in case.buffers}:
+        return ""
+    try:
+        got = _execute(case, offsets, check=False)
+    except Exception as e:   # noqa: BLE001
+        return f"Running the graph in that arena anyway fails: {type(e).__name__}: {e}"
+    d = _diff(got, _reference_outputs(case))
+    if d:
+        return f"Running the graph in that arena anyway gives wrong results: {d}."
+    return ("Running the graph in that arena anyway happens to give the right outputs here, "
+            "but only by luck of the values: the overlap is still a bug.")
+
+
+# ---------------------------------------------------------------------------------------
+# Reproducer
+# ---------------------------------------------------------------------------------------
+
+def _category(out: Outcome, case: BufferCase) -> str:
+    if out.status == "error":
+        return f"error:{out.error_type}"
+    if out.status != "ok":
+        return out.status
+    offsets, problem = parse_offsets(out.value)
+    if problem:
+        return "type"
+    return "invalid" if validity_problem(case, offsets) else "ok"
+
+
+def _reproducer(fn: Callable, case: BufferCase, out: Outcome, time_limit: float, mode: str,
+                shrink: bool) -> str:
+    if case.source == "private":
+        return "(a private case: its buffers are not shown)"
+    note = ""
+    if out.ok:
+        offsets, _ = parse_offsets(out.value)
+        if offsets is not None and validity_problem(case, offsets):
+            note = damage_note(case, offsets)
+    small = case.buffers
+    want = _category(out, case)
+    if shrink and want not in ("ok", "timeout", "crash") and len(small) > 1:
+        def fails(bufs: list[Buffer]) -> bool:
+            c = BufferCase(case.name, bufs, case.alignment)
+            return _category(_run(fn, bufs, min(time_limit, 5.0), mode), c) == want
+
+        small = ddmin(list(small), fails)
+    name = getattr(fn, "__name__", "fn")
+    lines = ["from minigraph.memory import Buffer", "buffers = ["]
+    lines += [f"    {b!r}," for b in small]
+    lines += ["]", f"offsets = {name}(buffers)"]
+    o = _run(fn, small, time_limit, mode)
+    if o.ok:
+        lines.append(f"# you return: {_short(o.value)}")
+        offsets, problem = parse_offsets(o.value)
+        c = BufferCase(case.name, small, case.alignment)
+        problem = problem or validity_problem(c, offsets)
+        if problem:
+            lines.append("# " + problem.splitlines()[0])
+    else:
+        lines.append(f"# your function {o.describe()}")
+    if len(small) < len(case.buffers):
+        lines.append(f"# (shrunk from {len(case.buffers)} to {len(small)} buffers)")
+    if note:
+        lines.append(f"# On the full case ({case.name}): {note}")
+    return "\n".join(lines)
+
+
+def _short(v: Any, limit: int = 300) -> str:
+    s = repr(v)
+    return s if len(s) <= limit else s[:limit] + " ..."
+
+
+# ---------------------------------------------------------------------------------------
+# The library's planners, for the baseline and the leaderboard
+# ---------------------------------------------------------------------------------------
+
+_library_cache: dict[tuple[str, str, int], tuple[dict | None, float, str]] = {}
+
+
+def _fingerprint(case: BufferCase) -> str:
+    return repr([(b.id, b.start, b.end, b.size, b.color) for b in case.buffers])
+
+
+# Settings that keep the slow planners quick enough for a leaderboard (plan_buffers passes
+# each planner only the keywords it accepts).
+LEADERBOARD_ARGS: dict[str, dict[str, Any]] = {"anneal": {"iterations": 100, "seed": 0},
+                                               "ilp": {"time_limit": 0.2}}
+LEADERBOARD_BUDGET = 6.0   # seconds of one library planner over all cases
+
+
+def _plan_with_library(name: str, buffers: list[Buffer], alignment: int) -> dict:
+    from ..memory.planners import plan_buffers
+    _, placement = plan_buffers(buffers, name, alignment, **LEADERBOARD_ARGS.get(name, {}))
+    return placement.offsets
+
+
+def library_plan(name: str, case: BufferCase) -> tuple[dict | None, float, str]:
+    """(offsets or None, seconds, problem) of library planner `name` on the case; cached."""
+    key = (name, _fingerprint(case), case.alignment)
+    if key not in _library_cache:   # the library is trusted: run it here, no child process
+        out = run_case(_plan_with_library, (name, list(case.buffers), case.alignment),
+                       mode="inline")
+        if not out.ok:
+            _library_cache[key] = (None, out.seconds, out.describe())
+        else:
+            offsets, problem = parse_offsets(out.value)
+            problem = problem or validity_problem(case, offsets)
+            _library_cache[key] = (None if problem else offsets, out.seconds, problem)
+    return _library_cache[key]
+
+
+def _library_arena(name: str, case: BufferCase) -> int | None:
+    offsets, _, _ = library_plan(name, case)
+    return None if offsets is None else arena_size(case.buffers, offsets)
+
+
+def library_planners() -> list[str]:
+    from ..memory.planners import PLANNERS, _load_all
+    _load_all()
+    return sorted(PLANNERS)
+
+
+def leaderboard_rows(cases: Sequence[BufferCase], results: Sequence[CaseResult],
+                     you: str = "you", names: Sequence[str] | None = None
+                     ) -> list[dict[str, Any]]:
+    """One row per planner: valid cases, arena over the minimum, seconds; best first.
+    A library planner that has used up `LEADERBOARD_BUDGET` seconds skips the rest."""
+    names = library_planners() if names is None else list(names)
+    rows: list[dict[str, Any]] = []
+    mins = {c.name: theoretical_minimum(c.buffers) for c in cases}
+    mine = {r.name: r for r in results}
+    n = len(cases)
+    for label, get in [(f"{you} (you)", None)] + [(p, p) for p in names]:
+        ratios, valid, secs, skipped = {}, 0, 0.0, 0
+        for c in cases:
+            if get is not None and secs > LEADERBOARD_BUDGET:
+                skipped += 1
+                continue
+            if get is None:
+                r = mine.get(c.name)
+                ok = r is not None and r.passed
+                secs += r.seconds if r is not None else 0.0
+                arena = r.metrics.get("arena") if ok else None
+            else:
+                offsets, s, problem = library_plan(get, c)
+                secs += s
+                ok = offsets is not None
+                arena = arena_size(c.buffers, offsets) if ok else None
+            valid += ok
+            if ok and mins[c.name]:
+                ratios[c.name] = arena / mins[c.name]
+        rows.append({"planner": label, "valid": f"{valid}/{n}", "_ratios": ratios,
+                     "seconds": round(secs, 3),
+                     **({"note": f"{skipped} cases skipped (slow)"} if skipped else {})})
+    full = [r for r in rows if "note" not in r] or rows
+    common = set.intersection(*(set(r["_ratios"]) for r in full)) if full else set()
+    for r in rows:
+        ratios = r.pop("_ratios")
+        mine_ = [ratios[k] for k in common if k in ratios]
+        r["x minimum"] = geometric_mean(mine_) if mine_ else math.nan
+        r["worst"] = max(mine_, default=math.nan)
+    rows.sort(key=lambda r: (-int(r["valid"].split("/")[0]),
+                             r["x minimum"] if not math.isnan(r["x minimum"]) else math.inf))
+    cols = ("planner", "valid", "x minimum", "worst", "seconds", "note")
+    return [{c: r.get(c, "") for c in cols} for r in rows]

@@ -1,0 +1,178 @@
+"""`GradeReport`: what a check returns - cases passed, the score, the first failure shrunk
+to a reproducer, and a table against the library's own implementations."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+NOT_IMPLEMENTED = "not implemented yet"
+
+
+@dataclass
+class CaseResult:
+    """One case: passed or not, the points it earned (0..1) and, if not, why."""
+    name: str
+    source: str
+    passed: bool
+    points: float
+    message: str = ""
+    seconds: float = 0.0
+    metrics: dict[str, Any] = field(default_factory=dict)
+    printed: str = ""
+
+
+@dataclass
+class GradeReport:
+    """The result of `check_liveness`, `check_planner` or `check_heuristic`.
+
+    `score` is out of 100 (the mean of the cases' points); `status` is "graded",
+    "not implemented yet" or "stopped: ..." (too many time-outs). Never raises for a
+    wrong solution: print it, or call `assert_full_marks()` in a test.
+    """
+    assignment: str
+    cases: list[CaseResult]
+    status: str = "graded"
+    scoring: str = ""
+    reproducer: str = ""
+    comparison: list[dict[str, Any]] = field(default_factory=list)
+    comparison_title: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.cases)
+
+    @property
+    def n_passed(self) -> int:
+        return sum(c.passed for c in self.cases)
+
+    @property
+    def score(self) -> float:
+        if not self.cases or self.status == NOT_IMPLEMENTED:
+            return 0.0
+        return round(100.0 * sum(c.points for c in self.cases) / len(self.cases), 2)
+
+    @property
+    def full_marks(self) -> bool:
+        return self.status == "graded" and bool(self.cases) and self.score >= 100.0
+
+    @property
+    def implemented(self) -> bool:
+        return self.status != NOT_IMPLEMENTED
+
+    @property
+    def first_failure(self) -> CaseResult | None:
+        return next((c for c in self.cases if not c.passed), None)
+
+    def failures(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.passed]
+
+    def by_source(self) -> dict[str, tuple[int, int]]:
+        out: dict[str, tuple[int, int]] = {}
+        for c in self.cases:
+            p, t = out.get(c.source, (0, 0))
+            out[c.source] = (p + c.passed, t + 1)
+        return out
+
+    # Text ------------------------------------------------------------------------------
+    def summary(self) -> str:
+        if self.status == NOT_IMPLEMENTED:
+            lines = [f"{self.assignment}: {NOT_IMPLEMENTED} (the function raises "
+                     "NotImplementedError): fill in the stub, then check again."]
+            lines += [f"  {n}" for n in self.notes]
+            return "\n".join(lines)
+        head = (f"{self.assignment}: {self.n_passed}/{self.total} cases passed, "
+                f"score {self.score:.1f}/100")
+        if self.status != "graded":
+            head += f" ({self.status})"
+        lines = [head]
+        if self.scoring:
+            lines.append(f"  scoring: {self.scoring}")
+        src = self.by_source()
+        if len(src) > 1:
+            lines.append("  by case set: " + ", ".join(f"{k} {p}/{t}" for k, (p, t)
+                                                       in src.items()))
+        fail = self.first_failure
+        if fail is not None:
+            lines.append(f"First failing case: {fail.name} ({fail.source})")
+            lines += ["  " + ln for ln in fail.message.splitlines()]
+            if fail.printed:
+                lines.append("  your function printed:")
+                lines += ["    " + ln for ln in fail.printed.strip().splitlines()[-10:]]
+            more = len(self.failures()) - 1
+            if more:
+                names = ", ".join(c.name for c in self.failures()[1:4])
+                lines.append(f"  ({more} more failing: {names}{', ...' if more > 3 else ''})")
+        elif self.score < 100.0:
+            low = min(self.cases, key=lambda c: c.points)
+            lines.append(f"Every case passed; the lowest-scoring one: {low.name} "
+                         f"({100 * low.points:.0f}%): {low.message}")
+        if self.reproducer:
+            lines.append("Reproducer:")
+            lines += ["  " + ln for ln in self.reproducer.splitlines()]
+        if self.comparison:
+            lines.append(self.comparison_title or "Comparison:")
+            lines += ["  " + ln for ln in _table(self.comparison).splitlines()]
+        lines += [f"Note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        import html
+        colour = "#1a7f37" if self.full_marks else ("#9a6700" if self.implemented
+                                                    else "#57606a")
+        return (f"<pre style='border-left: 4px solid {colour}; padding-left: 8px'>"
+                f"{html.escape(self.summary())}</pre>")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for a CI log or a gradebook."""
+        return {"assignment": self.assignment, "status": self.status, "score": self.score,
+                "passed": self.n_passed, "total": self.total,
+                "cases": [{"name": c.name, "source": c.source, "passed": c.passed,
+                           "points": round(c.points, 4), "message": c.message,
+                           "metrics": c.metrics} for c in self.cases],
+                "reproducer": self.reproducer, "comparison": self.comparison}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, default=str)
+
+    def assert_full_marks(self) -> GradeReport:
+        """Raise AssertionError with the summary unless every case earned full points."""
+        if not self.full_marks:
+            raise AssertionError("\n" + self.summary())
+        return self
+
+    def assert_passed(self) -> GradeReport:
+        """Raise AssertionError with the summary unless every case passed (points aside)."""
+        if self.status != "graded" or self.n_passed != self.total:
+            raise AssertionError("\n" + self.summary())
+        return self
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "-" if math.isnan(v) else f"{v:.3f}"
+    return str(v)
+
+
+def _table(rows: Sequence[dict[str, Any]]) -> str:
+    cols = list(rows[0])
+    cells = [[_fmt(r.get(c, "")) for c in cols] for r in rows]
+    width = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                     enumerate(zip(cols, width)))]
+    for row in cells:
+        out.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in
+                             enumerate(zip(row, width))))
+    return "\n".join(out)
+
+
+def geometric_mean(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")

@@ -1,0 +1,258 @@
+"""Running a student's function on one case: in a forked process, with a time limit.
+
+A student's code is never run in the grader's own process when the platform can fork:
+each call gets a fresh child (a few milliseconds), so a hang is killed at the time limit,
+a crash (even `os._exit`) is reported, global state a solution changes does not leak
+into the next case, and whatever the function prints is captured for the report. The
+child sends back only plain data (`plain()`); every judgement is made in the parent.
+Where there is no fork (Windows), calls run in a daemon thread: a hang is still reported
+on time, but the thread cannot be killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import math
+import multiprocessing
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+DEFAULT_TIME_LIMIT = 10.0   # seconds per case
+
+
+@dataclass(frozen=True)
+class Garbage:
+    """Stands for a value that is not plain data (a generator, a lambda, an object...)."""
+    type_name: str
+    text: str
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}: {self.text}>"
+
+
+@dataclass
+class Outcome:
+    """What came back from one call: a plain value, or why there is none."""
+    status: str                 # "ok", "error", "timeout", "crash"
+    value: Any = None
+    error: str = ""             # exception type and message, or what went wrong
+    error_type: str = ""        # e.g. "NotImplementedError"
+    traceback: str = ""         # the student's part of the traceback
+    printed: str = ""           # what the function printed
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def describe(self) -> str:
+        if self.status == "error":
+            return f"raised {self.error}"
+        if self.status == "timeout":
+            return f"did not finish within the time limit of {self.error}"
+        if self.status == "crash":
+            return f"crashed the worker process ({self.error})"
+        return "returned normally"
+
+
+def plain(x: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
+    """`x` as plain data (int, float, str, bool, None, list, tuple, dict of those).
+
+    Numbers from NumPy become Python numbers; a dataclass or an object with `offsets`
+    (a `Placement`) or with `start`/`end`/`bytes` (an `Interval`) becomes a dict of its
+    fields; anything else becomes a `Garbage` that names its type. Big or deep values
+    are cut off, so a runaway result cannot stall the grader.
+    """
+    budget = budget if budget is not None else [200_000]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 8:
+        return Garbage(type(x).__name__, "too large or too deeply nested")
+    if x is None or isinstance(x, (bool, str)):
+        return x if not isinstance(x, str) else x[:10_000]
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x)
+    if isinstance(x, np.ndarray) and x.ndim <= 1 and x.size <= 100_000:
+        return [plain(v, depth + 1, budget) for v in x.tolist()]
+    if isinstance(x, (list, tuple)):
+        out = [plain(v, depth + 1, budget) for v in x]
+        return out if isinstance(x, list) else tuple(out)
+    if isinstance(x, Mapping):
+        return {_key(k): plain(v, depth + 1, budget) for k, v in x.items()}
+    if is_dataclass(x) and not isinstance(x, type):
+        return {"__type__": type(x).__name__,
+                **{f.name: plain(getattr(x, f.name), depth + 1, budget) for f in fields(x)
+                   if f.name not in ("value", "init")}}
+    for attrs in (("offsets",), ("start", "end", "bytes")):
+        if all(hasattr(x, a) for a in attrs):
+            return {"__type__": type(x).__name__,
+                    **{a: plain(getattr(x, a), depth + 1, budget) for a in attrs}}
+    try:
+        text = repr(x)[:80]
+    except Exception:   # a broken __repr__ is the student's, not ours
+        text = "?"
+    return Garbage(type(x).__name__, text)
+
+
+def _key(k: Any) -> Any:
+    if isinstance(k, (str, int, np.integer)) and not isinstance(k, bool):
+        return int(k) if isinstance(k, np.integer) else k
+    if isinstance(k, tuple):
+        return tuple(_key(v) for v in k)
+    return Garbage(type(k).__name__, repr(k)[:40])
+
+
+def _student_traceback(tb_text: str) -> str:
+    """The traceback without the grader's own frames (those of this module)."""
+    lines = tb_text.splitlines()
+    keep, skipping = [], False
+    for line in lines:
+        if line.startswith('  File "'):
+            skipping = __file__ in line
+        if not skipping:
+            keep.append(line)
+    return "\n".join(keep[-30:])
+
+
+def _call(fn: Callable, args: tuple, kwargs: dict, post: Callable | None) -> dict:
+    """Run fn, capture prints and errors, return a picklable dict (runs in the child)."""
+    out = io.StringIO()
+    t0 = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = fn(*args, **kwargs)
+            if post is not None:
+                value = post(value)
+        return {"status": "ok", "value": plain(value), "printed": out.getvalue()[-4000:],
+                "seconds": time.perf_counter() - t0}
+    except BaseException as e:   # noqa: BLE001  SystemExit and KeyboardInterrupt included
+        try:
+            msg = str(e)
+        except Exception:
+            msg = "?"
+        return {"status": "error", "error": f"{type(e).__name__}: {msg}"[:2000],
+                "error_type": type(e).__name__,
+                "traceback": _student_traceback(traceback.format_exc()),
+                "printed": out.getvalue()[-4000:], "seconds": time.perf_counter() - t0}
+
+
+def _child(conn, fn, args, kwargs, post) -> None:
+    result = _call(fn, args, kwargs, post)
+    try:
+        conn.send(result)
+    except Exception as e:   # an unpicklable value slipped through plain(): say so
+        conn.send({"status": "error", "error": f"the result could not be sent back: {e}",
+                   "error_type": "TypeError", "seconds": result.get("seconds", 0.0)})
+    conn.close()
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def run_case(fn: Callable, args: tuple = (), kwargs: Mapping | None = None,
+             time_limit: float = DEFAULT_TIME_LIMIT, mode: str = "auto",
+             post: Callable | None = None) -> Outcome:
+    """Call `fn(*args, **kwargs)` (then `post` on its result, in the same place) with a
+    time limit. `mode`: "process" (a forked child), "thread", "inline" (no limit: for
+    debugging), or "auto" (process where the platform can fork)."""
+    kwargs = dict(kwargs or {})
+    if mode == "auto":
+        mode = "process" if can_fork() else "thread"
+    t0 = time.perf_counter()
+    if mode == "inline":
+        return _outcome(_call(fn, args, kwargs, post))
+    if mode == "thread":
+        box: list[dict] = []
+        th = threading.Thread(target=lambda: box.append(_call(fn, args, kwargs, post)),
+                              daemon=True)
+        th.start()
+        th.join(time_limit)
+        if not box:
+            return Outcome("timeout", error=f"{time_limit:g} s (the thread keeps running)",
+                           seconds=time.perf_counter() - t0)
+        return _outcome(box[0])
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    with warnings.catch_warnings():   # Python >= 3.12 warns about fork in threaded kernels
+        warnings.simplefilter("ignore", DeprecationWarning)
+        proc = ctx.Process(target=_child, args=(send, fn, args, kwargs, post), daemon=True)
+        gc.freeze()   # the child's garbage collector leaves the parent's objects alone,
+        try:          # so it does not copy every page of the heap on write
+            proc.start()
+        finally:
+            gc.unfreeze()
+    send.close()
+    result = None
+    try:
+        if recv.poll(time_limit):
+            try:
+                result = recv.recv()
+            except (EOFError, OSError):
+                result = None
+        else:
+            proc.kill()
+            proc.join()
+            return Outcome("timeout", error=f"{time_limit:g} s",
+                           seconds=time.perf_counter() - t0)
+    finally:
+        recv.close()
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if result is None:
+        code = proc.exitcode
+        why = f"exit code {code}" if code is None or code >= 0 else \
+            f"killed by signal {-code}"
+        return Outcome("crash", error=why, seconds=time.perf_counter() - t0)
+    return _outcome(result)
+
+
+def _outcome(d: dict) -> Outcome:
+    return Outcome(d["status"], d.get("value"), d.get("error", ""), d.get("error_type", ""),
+                   d.get("traceback", ""), d.get("printed", ""), d.get("seconds", 0.0))
+
+
+def is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+
+def ddmin(items: list, fails: Callable[[list], bool], max_tries: int = 200,
+          seconds: float = 20.0) -> list:
+    """Shrink `items` to a smaller list on which `fails` still holds (delta debugging:
+    drop halves, then quarters, ... then single items), within a budget of calls."""
+    deadline = time.perf_counter() + seconds
+    tries = 0
+    n = 2
+    while len(items) >= 2 and tries < max_tries and time.perf_counter() < deadline:
+        chunk = -(-len(items) // n)
+        reduced = False
+        for k in range(0, len(items), chunk):
+            rest = items[:k] + items[k + chunk:]
+            tries += 1
+            if fails(rest):
+                items, n, reduced = rest, max(n - 1, 2), True
+                break
+            if tries >= max_tries or time.perf_counter() >= deadline:
+                break
+        if not reduced:
+            if chunk == 1:
+                break
+            n = min(2 * n, len(items))
+    if len(items) == 1 and tries < max_tries and fails([]):
+        return []
+    return items

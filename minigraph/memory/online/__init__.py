@@ -1,0 +1,84 @@
+"""Online allocation: replay a program's alloc/free events through allocator simulators,
+measure what each one reserves, and see the fragmentation a static plan avoids.
+
+    from minigraph.memory.online import trace_from_schedule, simulate
+    trace = trace_from_schedule(step)                # ("alloc"|"free", tensor, bytes) tuples
+    simulate(trace, "caching").summary()              # reserved vs peak, fragmentation, mallocs
+
+Reading order: trace.py (the events), base.py (segments, blocks, the books and their
+invariants), arena.py (first fit, best fit), caching.py (PyTorch's caching allocator,
+CuPy's pool), stitching.py (GMLake), measure.py (the real CuPy pool on a GPU),
+compare.py (every allocator and every static planner side by side, and the pictures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .arena import ArenaAllocator, BestFitAllocator, FirstFitAllocator  # noqa: F401
+from .base import (  # noqa: F401
+    AllocatorResult,
+    Block,
+    FreePool,
+    HistoryRow,
+    InvariantError,
+    KiB,
+    MiB,
+    OnlineAllocator,
+    OutOfMemoryError,
+    Rect,
+    Segment,
+)
+from .caching import CachingAllocator, CupyPoolAllocator, roundup_power2_next_division  # noqa: F401
+from .stitching import StitchingAllocator  # noqa: F401
+from .trace import (  # noqa: F401
+    Event,
+    TraceError,
+    as_trace,
+    peak_live,
+    total_allocated,
+    trace_from_buffers,
+    trace_from_schedule,
+)
+
+#: name -> allocator class; `simulate(trace, name, **options)` builds one and replays.
+ALLOCATORS: dict[str, Callable[..., OnlineAllocator]] = {
+    "first-fit": FirstFitAllocator,
+    "best-fit": BestFitAllocator,
+    "caching": CachingAllocator,
+    "cupy-pool": CupyPoolAllocator,
+    "gmlake": StitchingAllocator,
+}
+
+
+def make_allocator(name: str, **options: Any) -> OnlineAllocator:
+    """A fresh allocator by name (see `ALLOCATORS`), with its options."""
+    try:
+        cls = ALLOCATORS[name]
+    except KeyError:
+        raise KeyError(f"unknown allocator {name!r}; known: {', '.join(ALLOCATORS)}") from None
+    return cls(**options)
+
+
+def simulate(trace: Any, allocator: str | OnlineAllocator = "caching", *, check: bool = False,
+             **options: Any) -> AllocatorResult:
+    """Replay `trace` (tuples, or a DTR run with `.events`) through an allocator."""
+    a = make_allocator(allocator, **options) if isinstance(allocator, str) else allocator
+    return a.replay(trace, check=check)
+
+
+from .compare import (  # noqa: E402,F401
+    AllocatorRow,
+    buffers_from_trace,
+    compare_allocators,
+    dtr_events,
+    dtr_runs,
+    format_rows,
+    mlp_training_graph,
+    plot_allocators,
+    plot_arena,
+    plot_static,
+    plot_timeline,
+)
+from .measure import PoolMeasurement, measure_cupy_pool  # noqa: E402,F401

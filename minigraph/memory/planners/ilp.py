@@ -1,0 +1,185 @@
+"""The exact answer for small problems: a mixed-integer program (seed 002: Chainer-Opt's
+MIP for small DSA instances; MODeL and ROAM use the same layout constraints).
+
+Variables: an offset x_i per buffer, the arena M, and for every pair of buffers alive at
+a common step a binary z_ij ("i lies below j"). Minimise M subject to
+
+    x_i + s_i <= M                                   every buffer fits in the arena
+    x_i + s_i <= x_j + U (1 - z_ij)                  z_ij = 1: i below j
+    x_j + s_j <= x_i + U z_ij                        z_ij = 0: j below i
+
+with U the arena of the best heuristic plan (an upper bound, also M's), and M at least
+the theoretical minimum (a lower bound). One pair's orientation is fixed: flipping a plan
+upside down gives another plan, so half the tree is the mirror of the other half.
+Solved by HiGHS through `scipy.optimize.milp`. The offsets returned are recomputed from
+the solver's pairwise orders as longest paths, so they are exact integers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..buffers import Buffer, Placement, arena_size, theoretical_minimum
+from . import register
+from .anneal import overlap_lists
+from .ge import plan_ge
+from .offset import plan_bestfit, plan_greedy_size
+
+MAX_PAIRS = 200_000        # above this the model is too big to build; keep the heuristic
+MAX_CUT_TERMS = 500_000    # clique cuts are left out when they would be larger than this
+
+
+def best_heuristic(buffers: Sequence[Buffer]) -> tuple[str, Placement, int]:
+    """The smallest of greedy-size, bestfit and GE two-level: (name, placement, arena)."""
+    runs = [("greedy-size", plan_greedy_size(buffers)), ("bestfit", plan_bestfit(buffers)),
+            ("ge", plan_ge(buffers, alignment=1))]
+    name, placed = min(runs, key=lambda r: arena_size(buffers, r[1].offsets))
+    return name, placed, arena_size(buffers, placed.offsets)
+
+
+def _gap(arena: int, bound: int) -> str:
+    return "optimal" if arena <= bound else f"gap {100.0 * (arena - bound) / arena:.1f}%"
+
+
+@register("ilp")
+def plan_ilp(buffers: Sequence[Buffer], time_limit: float = 10.0) -> Placement:
+    """Minimise the arena exactly (within `time_limit` seconds).
+
+    The note says "optimal" when the solver proves it (or the plan meets the theoretical
+    minimum), else the gap to the best lower bound known. If the solver finds no plan in
+    time, the best heuristic plan is returned, with its gap.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    t0 = time.perf_counter()
+    items = [b for b in buffers if b.size]
+    offsets = {b.id: 0 for b in buffers}
+    lower = theoretical_minimum(items)
+    h_name, h_plan, upper = best_heuristic(items) if items else ("none", Placement({}), 0)
+    offsets.update(h_plan.offsets)
+    if upper <= lower:
+        return Placement(offsets, f"optimal ({h_name} meets the theoretical minimum)")
+    n = len(items)
+    nbrs = overlap_lists(items)
+    pairs = [(i, j) for i in range(n) for j in nbrs[i] if i < j]
+    if len(pairs) > MAX_PAIRS:
+        return Placement(offsets, f"ilp skipped ({len(pairs)} pairs > {MAX_PAIRS}); "
+                         f"{h_name}: {_gap(upper, lower)}")
+    s = np.array([b.size for b in items], dtype=float)
+    big = float(upper)
+    nv = n + 1 + len(pairs)               # x_0..x_{n-1}, M, z_pairs
+    rows, cols, vals, lo_b, hi_b = [], [], [], [], []
+    r = 0
+    for i in range(n):                    # x_i - M <= -s_i
+        rows += [r, r]
+        cols += [i, n]
+        vals += [1.0, -1.0]
+        lo_b.append(-np.inf)
+        hi_b.append(-s[i])
+        r += 1
+    for k, (i, j) in enumerate(pairs):
+        z = n + 1 + k
+        rows += [r, r, r, r + 1, r + 1, r + 1]       # x_i - x_j + U z <= U - s_i
+        cols += [i, j, z, j, i, z]                   # x_j - x_i - U z <= -s_j
+        vals += [1.0, -1.0, big, 1.0, -1.0, -big]
+        lo_b += [-np.inf, -np.inf]
+        hi_b += [big - s[i], -s[j]]
+        r += 2
+    # Clique cuts: the buffers alive at one step are stacked, so everything of that step
+    # lying below i fits under x_i, and everything above it fits between x_i + s_i and M.
+    pid = {p: k for k, p in enumerate(pairs)}
+    cliques = live_sets(items)
+    if sum(len(c) ** 2 for c in cliques) > MAX_CUT_TERMS:
+        cliques = []
+    for clique in cliques:
+        for i in clique:
+            under_r, over_r = r, r + 1
+            under_rhs, over_rhs = 0.0, -s[i]
+            rows += [under_r, over_r, over_r]
+            cols += [i, i, n]
+            vals += [-1.0, 1.0, -1.0]
+            for j in clique:
+                if j == i:
+                    continue
+                z = n + 1 + pid[(min(i, j), max(i, j))]
+                # z = 1 means min(i, j) lies below max(i, j).
+                sign = 1.0 if j < i else -1.0           # "j below i" is z, or 1 - z
+                rows += [under_r, over_r]
+                cols += [z, z]
+                vals += [sign * s[j], -sign * s[j]]
+                if j > i:
+                    under_rhs -= s[j]                   # s_j (1 - z) below i
+                else:
+                    over_rhs -= s[j]                    # s_j (1 - z) above i
+            lo_b += [-np.inf, -np.inf]
+            hi_b += [under_rhs, over_rhs]
+            r += 2
+    a = coo_matrix((vals, (rows, cols)), shape=(r, nv)).tocsr()
+    c = np.zeros(nv)
+    c[n] = 1.0
+    lb = np.zeros(nv)
+    ub = np.ones(nv)
+    ub[:n] = big - s
+    lb[n], ub[n] = float(lower), big
+    if pairs:                              # mirror symmetry: the largest pair, i below j
+        k0 = max(range(len(pairs)), key=lambda k: (s[pairs[k][0]] + s[pairs[k][1]], -k))
+        lb[n + 1 + k0] = 1.0
+    integrality = np.zeros(nv)
+    integrality[n + 1:] = 1
+    left = max(time_limit - (time.perf_counter() - t0), 0.1)
+    res = milp(c, integrality=integrality, bounds=Bounds(lb, ub),
+               constraints=LinearConstraint(a, lo_b, hi_b),
+               options={"time_limit": left, "disp": False})
+    bound = lower
+    if res.get("mip_dual_bound") is not None and np.isfinite(res.mip_dual_bound):
+        bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)))
+    if res.x is None:
+        return Placement(offsets, f"ilp found no plan in {time_limit:g} s; "
+                         f"{h_name}: {_gap(upper, bound)}")
+    exact = _longest_paths(items, pairs, res.x, n)
+    arena = arena_size(items, exact)
+    if arena > upper:                      # cannot happen with M <= U, but stay safe
+        return Placement(offsets, f"ilp no better than {h_name}: {_gap(upper, bound)}")
+    offsets.update(exact)
+    proved = res.status == 0
+    note = "optimal" if proved or arena <= bound else _gap(arena, bound)
+    return Placement(offsets, note + f" (ilp, {len(pairs)} pairs, "
+                     f"{time.perf_counter() - t0:.2f} s)")
+
+
+def live_sets(items: Sequence[Buffer]) -> list[list[int]]:
+    """The maximal sets of buffers alive together at one step (indices into `items`): the
+    cliques of the time-overlap graph. A sweep over start times; the set at a start is
+    maximal when one of its buffers ends before the next start."""
+    by_start = sorted(range(len(items)), key=lambda k: items[k].start)
+    times = sorted({b.start for b in items})
+    out, active, p = [], [], 0
+    for k, t in enumerate(times):
+        active = [i for i in active if items[i].end >= t]
+        while p < len(by_start) and items[by_start[p]].start == t:
+            active.append(by_start[p])
+            p += 1
+        nxt = times[k + 1] if k + 1 < len(times) else None
+        if len(active) > 1 and (nxt is None or any(items[i].end < nxt for i in active)):
+            out.append(sorted(active))
+    return out
+
+
+def _longest_paths(items: Sequence[Buffer], pairs: list[tuple[int, int]], x: np.ndarray,
+                   n: int) -> dict:
+    """Integer offsets from the solver's orders: each buffer sits right on top of the
+    highest buffer ordered below it (in order of the solver's offsets, so below first)."""
+    below: list[list[int]] = [[] for _ in range(n)]
+    for k, (i, j) in enumerate(pairs):
+        if x[n + 1 + k] > 0.5:
+            below[j].append(i)
+        else:
+            below[i].append(j)
+    off = [0] * n
+    for j in sorted(range(n), key=lambda i: (x[i], i)):
+        off[j] = max((off[i] + items[i].size for i in below[j]), default=0)
+    return {items[i].id: off[i] for i in range(n)}

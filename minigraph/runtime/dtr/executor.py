@@ -1,0 +1,213 @@
+"""The two modes of the DTR runtime: `simulate` (costs only) and `DTRExecutor` (kernels).
+
+Both build the same `Program` and run the same `DTRRuntime`; real mode adds a backend that
+owns ONE arena of exactly `budget` bytes (NumPy or CuPy), makes every planned tensor a view
+at the offset the runtime's first-fit allocator gave it, runs kernels through
+`get_op(op).forward(ctx, attrs, ins, outs)`, and carves declared workspace out of the arena.
+External tensors (inputs, parameters, constants, graph outputs) have their own buffers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...backend import array_module, resolve_device, to_numpy
+from ...errors import DeviceError, GraphError
+from ...graph import Graph
+from ...ops.registry import KernelContext, get_op
+from ..executor import Executor
+from .program import CostSpec, Program, as_program, resolve_budget
+from .runtime import DTRRuntime, DTRTrace
+
+
+class _ArenaContext(KernelContext):
+    """A kernel context whose `scratch` comes out of the op's workspace block in the arena
+    (declared by the op's `workspace` rule); a request beyond it falls back to a fresh
+    array and is counted in `overflow`."""
+
+    def __init__(self, xp: Any, node: str, step: int, seed: int, arena: Any, at: int,
+                 nbytes: int):
+        super().__init__(xp, node, step, seed)
+        self._arena, self._at, self._end = arena, at, at + nbytes if at >= 0 else -1
+        self.overflow = 0
+
+    def scratch(self, shape: Sequence[int], dtype: Any) -> Any:
+        dt = np.dtype(dtype)
+        n = int(np.prod(tuple(shape), dtype=np.int64)) * dt.itemsize
+        if self._at >= 0 and self._at + n <= self._end:
+            a = self._arena[self._at:self._at + n].view(dt).reshape(tuple(shape))
+            self._at += -(-n // 8) * 8
+            self.workspace_bytes += n
+            return a
+        self.overflow += n
+        return super().scratch(shape, dtype)
+
+
+class ArrayBackend:
+    """Real mode: the arena and the external buffers; runs kernels, moves bytes."""
+
+    def __init__(self, graph: Graph, device: str, feeds: Mapping[str, Any], step: int,
+                 seed: int, check_remat: bool):
+        self.graph, self.device = graph, device
+        self.xp = array_module(device)
+        self.feeds, self.step, self.seed, self.check = feeds, step, seed, check_remat
+        self.digests: dict[int, bytes] = {}
+        self.overflow = 0
+
+    def start(self, rt: DTRRuntime) -> None:
+        xp, g, p = self.xp, self.graph, rt.program
+        self.arena = xp.empty(rt.budget, dtype=np.uint8)
+        ext: dict[int, Any] = {}
+        for k, t in enumerate(p.tensors):
+            if not t.external:
+                continue
+            info = g.tensors[t.name]
+            if t.name in self.feeds:
+                a = xp.empty(info.shape, dtype=info.dtype)
+                a[...] = xp.asarray(self.feeds[t.name])
+                ext[k] = a
+            elif info.kind == "const":
+                ext[k] = xp.asarray(info.value)
+            elif info.alias_of is None:
+                ext[k] = xp.empty(info.shape, dtype=info.dtype)
+        for k, t in enumerate(p.tensors):
+            info = g.tensors[t.name]
+            if t.external and info.alias_of is not None:
+                ext[k] = ext[p.index[info.alias_of]]
+        self.ext = ext
+
+    def array(self, rt: DTRRuntime, t: int) -> Any:
+        p = rt.program
+        if not p.arena[t]:
+            return self.ext[t]
+        spec = p.tensors[t]
+        at = rt.addr[t]
+        n = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
+        return self.arena[at:at + n].view(spec.dtype).reshape(spec.shape)
+
+    def run_op(self, rt: DTRRuntime, k: int, ws_at: int, replay: bool) -> None:
+        p = rt.program
+        op = p.ops[k]
+        node = op.node
+        ins = [self.array(rt, i) for i in op.args]
+        outs = [self.array(rt, o) for o in op.outputs]
+        ctx = _ArenaContext(self.xp, node.name, self.step, self.seed, self.arena, ws_at,
+                            op.workspace)
+        t0 = time.perf_counter()
+        try:
+            get_op(node.op).forward(ctx, node.attr, ins, outs)
+        except Exception as e:
+            raise GraphError(f"kernel of {node.op} failed at node {node.name} "
+                             f"({', '.join(node.inputs)}) under DTR: {e}") from e
+        if self.device == "gpu":
+            self.xp.cuda.Device().synchronize()
+        dt = time.perf_counter() - t0
+        self.overflow += ctx.overflow
+        rt.trace.kernel_seconds += dt
+        if not replay:
+            rt.trace.base_kernel_seconds += dt
+        if self.check:
+            for o, a in zip(op.outputs, outs):
+                if not p.arena[o]:
+                    continue
+                d = hashlib.blake2b(to_numpy(a).tobytes(), digest_size=16).digest()
+                if o not in self.digests:
+                    self.digests[o] = d
+                else:
+                    rt.trace.remat_checked += 1
+                    if d != self.digests[o]:
+                        rt.trace.remat_mismatches.append(p.tensors[o].name)
+
+    def move(self, old: int, new: int, nbytes: int) -> None:
+        self.arena[new:new + nbytes] = self.arena[old:old + nbytes].copy()
+
+    def copy_aside(self, rt: DTRRuntime, tensors: Sequence[int]) -> int:
+        """Copy-on-write before a stateful op overwrites external tensors that something
+        recomputable still reads: the old value moves to a fresh buffer."""
+        n = 0
+        for w in tensors:
+            self.ext[w] = self.ext[w].copy()
+            n += int(self.ext[w].nbytes)
+        return n
+
+    def finish(self, rt: DTRRuntime) -> dict[str, np.ndarray]:
+        p = rt.program
+        return {o: to_numpy(self.ext[p.index[o]]).copy() for o in self.graph.outputs}
+
+
+def simulate(source: Graph | Program, budget: int | None = None, *,
+             ratio: float | None = None, heuristic: Any = "dtr",
+             heuristic_args: dict | None = None, schedule: Sequence[str] | None = None,
+             alignment: int = 512, costs: CostSpec = "flops", allocator: str = "first-fit",
+             sample: bool | int = False, seed: int = 0, thrash_limit: float = 10.0,
+             defrag: bool | str = "last-resort", timeline: bool = True) -> DTRTrace:
+    """Simulated mode: run DTR on a graph (or a `Program`) with costs only, no kernels.
+
+    `budget` in bytes of arena, or `ratio` of the no-rematerialisation peak. `costs`:
+    "flops" (the ops' estimates), "unit", a mapping node -> cost, or a function. Returns
+    the `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`."""
+    program = as_program(source, schedule, alignment, costs)
+    b = resolve_budget(program, budget, ratio)
+    rt = DTRRuntime(program, b, heuristic, heuristic_args=heuristic_args,
+                    allocator=allocator, sample=sample, seed=seed,
+                    thrash_limit=thrash_limit, defrag=defrag, timeline=timeline)
+    return rt.run()
+
+
+class DTRExecutor:
+    """Real mode: run a graph's kernels under a byte budget with DTR.
+
+        ex = DTRExecutor(step_graph, ratio=0.5, heuristic="dtr")
+        out = ex.run(feeds)          # same outputs as mg.Executor(step_graph).run(feeds)
+        ex.last_trace.summary()
+
+    Planned tensors live in ONE arena of exactly the budget's bytes (first-fit offsets);
+    inputs, parameters, constants and graph outputs live outside it (see program.py).
+    `check_remat=True` hashes every tensor when first computed and checks that each
+    rematerialisation reproduces it bit for bit (`trace.remat_mismatches`).
+    `simulate()` runs the same policy without kernels: same decisions, same events.
+    """
+
+    def __init__(self, graph: Graph, budget: int | None = None, *, ratio: float | None = None,
+                 heuristic: Any = "dtr", heuristic_args: dict | None = None,
+                 device: str = "auto", schedule: Sequence[str] | None = None,
+                 alignment: int = 512, costs: CostSpec = "flops",
+                 allocator: str = "first-fit", sample: bool | int = False, seed: int = 0,
+                 thrash_limit: float = 10.0, defrag: bool | str = "last-resort",
+                 check_remat: bool = False):
+        self.graph = graph
+        self.device = resolve_device(device)
+        if allocator != "first-fit":
+            raise ValueError("real mode needs addresses: allocator='first-fit'")
+        if self.device == "gpu" and alignment % 8:
+            raise DeviceError(f"alignment {alignment} would place tensors at offsets CuPy "
+                              "cannot view; use a multiple of 8 on the GPU")
+        self.program = program_ = as_program(graph, schedule, alignment, costs)
+        self.budget = resolve_budget(program_, budget, ratio)
+        self.options = dict(heuristic=heuristic, heuristic_args=heuristic_args,
+                            allocator=allocator, sample=sample, seed=seed,
+                            thrash_limit=thrash_limit, defrag=defrag)
+        self.seed, self.check_remat = seed, check_remat
+        self.last_trace: DTRTrace | None = None
+        DTRRuntime(program_, self.budget, **self.options)._check_budget()
+
+    def run(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0,
+            **kw: Any) -> dict[str, np.ndarray]:
+        """Run once; returns the graph outputs as host arrays (like `Executor.run`)."""
+        feeds = {**(feeds or {}), **kw}
+        Executor(self.graph, device=self.device)._check_feeds(feeds)
+        backend = ArrayBackend(self.graph, self.device, feeds, step, self.seed,
+                               self.check_remat)
+        rt = DTRRuntime(self.program, self.budget, backend=backend, **self.options)
+        self.last_trace = rt.run()
+        self.last_trace.workspace_overflow = backend.overflow
+        return self.last_trace.outputs
+
+    def simulate(self) -> DTRTrace:
+        """The same configuration in simulated mode (no kernels)."""
+        return DTRRuntime(self.program, self.budget, **self.options).run()

@@ -1,0 +1,230 @@
+"""Eviction heuristics: one small function each, chosen by name, or your own.
+
+A heuristic scores a resident, evictable tensor; the runtime evicts the LOWEST score first:
+
+    def score(t: TensorView, now: float) -> float
+
+`t` is a read-only view of one tensor at the moment of the decision (every property is
+computed on demand, so a score that only reads `t.staleness` costs only that):
+
+    t.name          tensor name                    t.size          bytes it occupies (aligned)
+    t.cost          c0: cost of its producer op    t.staleness     now - t.last_access (> 0)
+    t.last_access   clock of the last read/write   t.recomputes    times it was rematerialised
+    t.neighbor_cost evicted neighbourhood cost: evicted ancestors and descendants reachable
+                    through evicted tensors (DTR's e* without c0)
+    t.eqclass_cost  the same through union-find classes (DTR-eq; approximate)
+    t.megengine_cost MegEngine 1.4's estimate_neighbor_cost (inputs and sibling outputs)
+    t.ancestor_cost c0 plus every evicted ancestor needed to recompute it (MSPS)
+    t.evicted_neighbors  how many of its neighbours are evicted
+    t.address       offset in the arena (None with the ideal allocator)
+    t.free_left, t.free_right  free bytes right next to it in the arena
+    t.kind          "activation" or "gradient"     t.node          producer node name
+
+Costs are in the runtime's cost unit (FLOPs by default, or the times you gave) and `now`
+is the runtime's clock in the same unit: it advances by an op's cost each time one runs.
+
+`coop` is not a score but a *window* rule (Coop, seed 002): it slides over the arena in
+address order and evicts the contiguous run of evictable tensors and free blocks that frees
+enough bytes with the lowest summed cost. Any per-tensor cost can drive it:
+`get_heuristic("coop", cost=my_cost)` with `my_cost(t, now) -> float >= 0`.
+
+Register your own with `register_heuristic("mine", score)` or pass the function itself as
+`heuristic=score` to the runtime.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+STALENESS_EPS = 1e-3   # MegEngine adds 1e-3 so a tensor touched just now is not divided by 0
+
+
+class TensorView:
+    """What a heuristic may read about one candidate tensor (read-only, lazily computed)."""
+
+    __slots__ = ("_rt", "index", "now")
+
+    def __init__(self, rt: Any, index: int):
+        self._rt, self.index, self.now = rt, index, 0.0
+
+    @property
+    def name(self) -> str:
+        return self._rt.program.tensors[self.index].name
+
+    @property
+    def kind(self) -> str:
+        return self._rt.program.tensors[self.index].kind
+
+    @property
+    def node(self) -> str:
+        p = self._rt.program
+        return p.ops[p.tensors[self.index].producer].name
+
+    @property
+    def size(self) -> int:
+        return self._rt.size[self.index]
+
+    @property
+    def cost(self) -> float:
+        return self._rt.cost_t[self.index]
+
+    @property
+    def last_access(self) -> float:
+        return self._rt.last[self.index]
+
+    @property
+    def staleness(self) -> float:
+        return self.now - self._rt.last[self.index] + STALENESS_EPS
+
+    @property
+    def recomputes(self) -> int:
+        return self._rt.recomputes[self.index]
+
+    @property
+    def neighbor_cost(self) -> float:
+        return self._rt.neighbor_cost(self.index)
+
+    @property
+    def evicted_neighbors(self) -> int:
+        return self._rt.evicted_neighbors(self.index)
+
+    @property
+    def eqclass_cost(self) -> float:
+        return self._rt.eqclass_cost(self.index)
+
+    @property
+    def megengine_cost(self) -> float:
+        return self._rt.megengine_cost(self.index)
+
+    @property
+    def ancestor_cost(self) -> float:
+        return self._rt.ancestor_cost(self.index)
+
+    @property
+    def address(self) -> int | None:
+        return self._rt.addr[self.index] if self._rt.arena.tracks_addresses else None
+
+    @property
+    def free_left(self) -> int:
+        return self._rt.arena.free_around(self._rt.addr[self.index])[0]
+
+    @property
+    def free_right(self) -> int:
+        return self._rt.arena.free_around(self._rt.addr[self.index])[1]
+
+    def __repr__(self) -> str:
+        return (f"TensorView({self.name}: {self.size} B, cost {self.cost:g}, "
+                f"staleness {self.staleness:g}, recomputed {self.recomputes}x)")
+
+
+Score = Callable[[TensorView, float], float]
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    """A named eviction rule: a per-tensor `score` (lower = evict first), or a `window`
+    rule (Coop) whose `score` is the per-tensor cost summed over a window."""
+    name: str
+    score: Score
+    window: bool = False
+    params: dict = field(default_factory=dict)
+
+    def __call__(self, t: TensorView, now: float) -> float:
+        return self.score(t, now)
+
+
+# --- the heuristics ----------------------------------------------------------------------------
+
+def dtr(t: TensorView, now: float) -> float:
+    """DTR's h_DTR: e*(t) / (memory * staleness), e* = c0 + evicted neighbourhood."""
+    return (t.cost + t.neighbor_cost) / (t.size * t.staleness)
+
+
+def dtr_eqclass(t: TensorView, now: float) -> float:
+    """h_DTR-eq: e* approximated by union-find classes of evicted tensors."""
+    return (t.cost + t.eqclass_cost) / (t.size * t.staleness)
+
+
+def dtr_local(t: TensorView, now: float) -> float:
+    """h_DTR-local: only the tensor's own cost, no neighbourhood."""
+    return t.cost / (t.size * t.staleness)
+
+
+def msps(t: TensorView, now: float) -> float:
+    """Capuchin's memory saving per second, inverted: recompute cost (with the evicted
+    ancestors it would drag in) per byte freed. No staleness."""
+    return t.ancestor_cost / t.size
+
+
+def lru(t: TensorView, now: float) -> float:
+    """Least recently used first."""
+    return -t.staleness
+
+
+def size(t: TensorView, now: float) -> float:
+    """Largest first."""
+    return -float(t.size)
+
+
+def megengine(t: TensorView, now: float, a: float = 1.0, b: float = 1.0, c: float = 1.0,
+              r: float = 1.0001, own_cost: bool = False) -> float:
+    """MegEngine 1.4's eval_func (seed 003):
+
+        (cost + 1e-3)^a * r^recompute_times / ((memory + free_mem)^b * (staleness + 1e-3)^c)
+
+    with memory and free_mem (free bytes left and right of the block) in MiB, and cost =
+    estimate_neighbor_cost (evicted inputs and sibling outputs through the DSU). MegEngine
+    does not add the tensor's own compute time; `own_cost=True` adds it (as DTR's e* does).
+    """
+    cost = t.megengine_cost + (t.cost if own_cost else 0.0)
+    left, right = (t.free_left, t.free_right) if t.address is not None else (0, 0)
+    mem = (t.size + left + right) / (1024.0 * 1024.0)
+    stale = now - t.last_access + 1e-3
+    return (cost + 1e-3) ** a * r ** t.recomputes / (mem ** b * stale ** c)
+
+
+def coop_cost(t: TensorView, now: float) -> float:
+    """The per-tensor cost Coop's window sums: e*(t) / staleness (DTR's score times bytes:
+    the window already fixes how many bytes are freed, so bytes do not divide here)."""
+    return (t.cost + t.neighbor_cost) / t.staleness
+
+
+HEURISTICS: dict[str, Heuristic] = {}
+
+
+def register_heuristic(name: str, score: Score, *, window: bool = False) -> Heuristic:
+    """Add a heuristic under `name` (replaces one of the same name)."""
+    HEURISTICS[name] = Heuristic(name, score, window)
+    return HEURISTICS[name]
+
+
+for _name, _fn in [("dtr", dtr), ("dtr-eqclass", dtr_eqclass), ("dtr-local", dtr_local),
+                   ("msps", msps), ("lru", lru), ("size", size), ("megengine", megengine)]:
+    register_heuristic(_name, _fn)
+register_heuristic("coop", coop_cost, window=True)
+
+
+def get_heuristic(h: str | Heuristic | Score, **params: Any) -> Heuristic:
+    """A `Heuristic` from a name, a Heuristic, or a plain `score(t, now)` function;
+    `params` are bound as keyword arguments (megengine's a, b, c, r; coop's `cost`)."""
+    if isinstance(h, Heuristic):
+        base = h
+    elif isinstance(h, str):
+        if h not in HEURISTICS:
+            raise KeyError(f"unknown heuristic {h!r}; known: {', '.join(HEURISTICS)}")
+        base = HEURISTICS[h]
+    elif callable(h):
+        base = Heuristic(getattr(h, "__name__", "custom"), h)
+    else:
+        raise TypeError(f"a heuristic is a name or a function score(t, now), not {h!r}")
+    if not params:
+        return base
+    if base.window and "cost" in params:
+        extra = {k: v for k, v in params.items() if k != "cost"}
+        fn = functools.partial(params["cost"], **extra) if extra else params["cost"]
+        return Heuristic(base.name, fn, True, dict(params))
+    return Heuristic(base.name, functools.partial(base.score, **params), base.window,
+                     dict(params))

@@ -1,0 +1,115 @@
+"""Evicted neighbourhoods: the bookkeeping behind DTR's e* cost.
+
+Evicting a tensor t makes t more expensive to get back *and* makes its evicted neighbours
+more expensive: recomputing one of them may now need t first. DTR (Kirisame et al., ICLR
+2021, section 4) charges a candidate its evicted neighbourhood:
+
+    e*(t) = c0(t) + cost of the evicted ancestors reachable through evicted tensors
+                  + cost of the evicted descendants reachable through evicted tensors
+
+(the authors' simulator keeps these two sets as `region_rev` and `region`).
+`evicted_region` computes it by two searches; the runtime caches the result while nothing
+changes. `DSU` is the cheap approximation of the DTR paper's `h_DTR-eq` and of MegEngine's
+DsuNode (seed 003): union with evicted neighbours on eviction, and on recomputation the
+member's cost is subtracted from its class without splitting it ("DSU does not support
+deletion").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[int]],
+                   evicted: Sequence[bool], cost: Sequence[float],
+                   watched: list[int] | None = None) -> float:
+    """Summed cost of t's evicted neighbourhood: the evicted ancestors reachable from t
+    through evicted tensors only (what recomputing t would need), plus the evicted
+    descendants reachable the same way (what would need t): simrd's `region_rev` and
+    `region`. Every tensor looked at is appended to `watched`: the result stays valid
+    until one of them changes state."""
+    total = 0.0
+    seen = {t}
+    for edges in (up, down):
+        stack = [t]
+        while stack:
+            x = stack.pop()
+            for y in edges[x]:
+                if y in seen:
+                    continue
+                seen.add(y)
+                if evicted[y]:
+                    total += cost[y]
+                    stack.append(y)
+    if watched is not None:
+        watched.extend(seen)
+    return total
+
+
+def evicted_ancestors(t: int, up: Sequence[Sequence[int]], evicted: Sequence[bool],
+                      cost: Sequence[float], watched: list[int] | None = None) -> float:
+    """c0(t) plus the cost of every evicted ancestor recomputing t would need."""
+    total = cost[t]
+    seen = {t}
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        for y in up[x]:
+            if y in seen:
+                continue
+            seen.add(y)
+            if evicted[y]:
+                total += cost[y]
+                stack.append(y)
+    if watched is not None:
+        watched.extend(seen)
+    return total
+
+
+class DSU:
+    """Union-find over evicted tensors (MegEngine's DsuNode, the DTR paper's eq. classes).
+
+    Each tensor gets a fresh node when it is evicted; a recomputed tensor's cost is
+    subtracted from its class and its node is abandoned (classes never split)."""
+
+    def __init__(self, n: int, cost: Sequence[float]):
+        self.cost = cost
+        self.node = [-1] * n          # tensor -> its current DSU node (-1: not evicted)
+        self.parent: list[int] = []
+        self.total: list[float] = []
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        r = x
+        while parent[r] != r:
+            r = parent[r]
+        while parent[x] != r:          # path compression, iteratively
+            parent[x], x = r, parent[x]
+        return r
+
+    def add(self, t: int, neighbours: Sequence[int]) -> None:
+        k = len(self.parent)
+        self.parent.append(k)
+        self.total.append(self.cost[t])
+        self.node[t] = k
+        for n in neighbours:
+            m = self.node[n]
+            if m < 0:
+                continue
+            a, b = self.find(m), self.find(k)
+            if a != b:
+                self.parent[a] = b
+                self.total[b] += self.total[a]
+
+    def remove(self, t: int) -> None:
+        k = self.node[t]
+        if k < 0:
+            return
+        r = self.find(k)
+        self.total[r] -= self.cost[t]
+        self.node[t] = -1
+
+    def class_cost(self, t: int) -> float:
+        """Cost of t's class (t evicted)."""
+        k = self.node[t]
+        return self.total[self.find(k)] if k >= 0 else 0.0

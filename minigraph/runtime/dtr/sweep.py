@@ -1,0 +1,187 @@
+"""Budget sweeps: every heuristic at every budget ratio, one row each, and the DTR paper's
+picture of them (compute overhead against budget).
+
+    rows = sweep(step_graph, [0.8, 0.6, 0.4], ["dtr", "lru", "coop"])
+    print(format_rows(rows))
+    plot_sweep(rows, static=[chen_sqrt(step_graph)])
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ...errors import BudgetError, ThrashError
+from ...graph import Graph
+from .executor import DTRExecutor
+from .program import Program, as_program
+from .runtime import DTRRuntime, DTRTrace
+
+
+@dataclass
+class SweepRow:
+    """One (heuristic, budget ratio) run. `status`: "ok", "budget" (the budget was refused
+    or the run got stuck) or "thrash" (the thrash limit stopped it); numbers are None
+    unless ok. `fragmentation`: mean free bytes / budget at eviction decisions (Coop);
+    `frag_forced`: evictions made although the free bytes already sufficed."""
+    graph: str
+    heuristic: str
+    ratio: float
+    budget: int
+    mode: str
+    status: str
+    overhead: float | None = None          # total compute / base compute
+    extra_compute: float | None = None     # extra compute / base compute
+    evictions: int | None = None
+    rematerializations: int | None = None
+    remat_tensors: int | None = None
+    search_seconds: float | None = None
+    fragmentation: float | None = None
+    frag_forced: int | None = None
+    defrags: int | None = None
+    seconds: float | None = None
+    measured_overhead: float | None = None  # real mode: kernel time / first-run kernel time
+    peak_bytes: int | None = None
+    error: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+Progress = Callable[[int, int, SweepRow], None]
+
+
+def _row(name: str, h: str, ratio: float, budget: int, mode: str,
+         tr: DTRTrace | None, err: Exception | None) -> SweepRow:
+    if tr is None:
+        status = "thrash" if isinstance(err, ThrashError) else "budget"
+        return SweepRow(name, h, ratio, budget, mode, status, error=str(err)[:200])
+    return SweepRow(name, h, ratio, budget, mode, "ok", tr.overhead, tr.extra_compute,
+                    tr.evictions, tr.rematerializations, tr.remat_tensors,
+                    tr.search_seconds, tr.fragmentation, tr.frag_forced_evictions,
+                    tr.defrags, tr.seconds, tr.measured_overhead, tr.max_used)
+
+
+def _progress_printer(done: int, total: int, row: SweepRow) -> None:
+    width = 30
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+                     f"{row.heuristic} @ {row.ratio:.2f}: {row.status}   ")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def sweep(graph: Graph | Program | Any, ratios: Sequence[float],
+          heuristics: Sequence[Any] = ("dtr",), mode: str = "sim", *,
+          progress: bool | Progress | None = None, feeds: Mapping[str, Any] | None = None,
+          **options: Any) -> list[SweepRow]:
+    """Run DTR for every heuristic x budget ratio; one `SweepRow` each.
+
+    `graph`: a Graph, a Program, or a zoo `Model` (its graph; its feeds in real mode).
+    `mode`: "sim" (costs only) or "real" (kernels in one arena; `feeds` default to the
+    model's, or random ones). `progress`: True for a text bar on stderr, or a function
+    `(done, total, row)` (a widget can drive a progress bar with it). Other keywords go to
+    the runtime (`costs`, `alignment`, `allocator`, `sample`, `thrash_limit`, `schedule`,
+    `heuristic_args`, ...)."""
+    if mode not in ("sim", "real"):
+        raise ValueError(f"mode must be 'sim' or 'real', not {mode!r}")
+    model = graph if hasattr(graph, "make_batch") else None
+    g = getattr(graph, "graph", graph) if model is not None else graph
+    schedule = options.pop("schedule", None)
+    alignment = options.pop("alignment", 512)
+    costs = options.pop("costs", "flops")
+    program = as_program(g, schedule, alignment, costs)
+    if mode == "real":
+        if not isinstance(g, Graph):
+            raise ValueError("real mode needs a Graph (kernels), not a Program")
+        if feeds is None:
+            if model is not None:
+                feeds = model.feeds()
+            else:
+                from .examples import feeds_for
+                feeds = feeds_for(g)
+    cb: Progress | None = _progress_printer if progress is True else (progress or None)
+    peak = program.bounds().peak
+    total = len(ratios) * len(heuristics)
+    rows: list[SweepRow] = []
+    for h in heuristics:
+        hname = h if isinstance(h, str) else getattr(h, "name", getattr(h, "__name__", "custom"))
+        for r in ratios:
+            budget = int(r * peak)
+            tr, err = None, None
+            try:
+                if mode == "sim":
+                    tr = DTRRuntime(program, budget, h, **options).run()
+                else:
+                    ex = DTRExecutor(g, budget, heuristic=h, schedule=schedule,
+                                     alignment=alignment, costs=costs, **options)
+                    ex.run(feeds)
+                    tr = ex.last_trace
+            except (BudgetError, ThrashError) as e:
+                err = e
+            rows.append(_row(program.name, hname, r, budget, mode, tr, err))
+            if cb is not None:
+                cb(len(rows), total, rows[-1])
+    return rows
+
+
+def format_rows(rows: Sequence[SweepRow]) -> str:
+    """A markdown table: one line per run."""
+    def f(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+    out = ["| graph | heuristic | budget | mode | status | compute | evictions | replays | "
+           "frag-forced | fragmentation | defrags | search ms | measured |",
+           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r.graph} | {r.heuristic} | {r.ratio:.2f} | {r.mode} | {r.status} | "
+                   f"{f(r.overhead, '.3f')} | {f(r.evictions, 'd')} | "
+                   f"{f(r.rematerializations, 'd')} | {f(r.frag_forced, 'd')} | "
+                   f"{f(r.fragmentation, '.3f')} | {f(r.defrags, 'd')} | "
+                   f"{f(None if r.search_seconds is None else r.search_seconds * 1e3, '.1f')}"
+                   f" | {f(r.measured_overhead, '.2f')} |")
+    return "\n".join(out)
+
+
+def plot_sweep(rows: Sequence[SweepRow], static: Sequence[Any] = (), ax: Any = None,
+               title: str | None = None, ymax: float | None = None) -> Any:
+    """Compute overhead against budget ratio, one line per heuristic (the DTR paper's
+    figure); runs that failed are marked with an x at the top. `static`: StaticResults
+    (sqrt(n), checkmate) drawn as points at their peak ratio. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    by: dict[str, list[SweepRow]] = {}
+    for r in rows:
+        by.setdefault(r.heuristic, []).append(r)
+    ok_vals = [r.overhead for r in rows if r.status == "ok"] + \
+        [s.overhead for s in static]
+    top = ymax or (max(ok_vals) * 1.05 if ok_vals else 2.0)
+    for h, rs in by.items():
+        rs = sorted(rs, key=lambda r: r.ratio)
+        good = [r for r in rs if r.status == "ok"]
+        line, = ax.plot([r.ratio for r in good], [r.overhead for r in good], "o-", ms=4,
+                        label=h)
+        bad = [r for r in rs if r.status != "ok"]
+        if bad:
+            ax.plot([r.ratio for r in bad], [top] * len(bad), "x", color=line.get_color())
+    markers = {"sqrt(n)": "s", "checkmate": "*"}
+    for s in static:
+        ax.plot([s.ratio], [s.overhead], markers.get(s.method, "D"), ms=9, color="k",
+                mfc="none" if s.method == "sqrt(n)" else "gold", label=s.method)
+    handles, labels = ax.get_legend_handles_labels()
+    seen: dict[str, Any] = {}
+    for hd, lb in zip(handles, labels):
+        seen.setdefault(lb, hd)
+    ax.legend(seen.values(), seen.keys(), fontsize=8)
+    ax.set_xlabel("budget / no-rematerialisation peak")
+    ax.set_ylabel("compute / base compute")
+    ax.set_ylim(0.95, top * 1.02)
+    ax.invert_xaxis()
+    ax.grid(alpha=0.3)
+    if title or rows:
+        ax.set_title(title or f"DTR on {rows[0].graph}")
+    return ax
+

@@ -1,0 +1,271 @@
+"""Op traces in the JSON-lines format of the DTR authors' simulator (uwsampl/dtr-prototype,
+`simrd`), replayed through our runtime in simulated mode; and minigraph graphs written out
+in that format.
+
+One JSON object per line, keyed by "INSTRUCTION":
+
+    {"INSTRUCTION": "CONSTANT", "NAME": "w"}                 a tensor given from outside,
+    {"INSTRUCTION": "MEMORY", "NAME": "w", "MEMORY": "4096"}  followed by its bytes
+    {"INSTRUCTION": "CALL", "NAME": "conv", "ARGS": ["x", "w"], "RESULT": ["y"],
+     "TIME": "1200"}                                          an op, then for each result:
+    {"INSTRUCTION": "MEMORY", "NAME": "y", "MEMORY": "8192"}  its bytes and
+    {"INSTRUCTION": "ALIAS", "NAME": "y", "ALIAS": "-1"}      the argument it aliases (-1: none)
+    {"INSTRUCTION": "COPY", "DST": "y2", "SRC": "y"}          a new reference to a tensor
+    {"INSTRUCTION": "COPY_FROM", "DST": "a", "SRC": "b"}      a now refers to b's tensor
+    {"INSTRUCTION": "RELEASE", "NAME": "y"}                   a reference dropped
+    {"INSTRUCTION": "MUTATE", "NAME": "add_", "ARGS": [...], "MUTATE": [0], "TIME": "5"}
+    {"INSTRUCTION": "ANNOTATE", "ANNOTATION": "START" | "BACKWARD"}
+
+Replay follows simrd's parser: lines before ANNOTATE START are skipped (if there is one);
+a MUTATE is run out of place (new versions of the mutated arguments, the old ones released);
+an ALIAS result shares its argument's storage (it has no bytes of its own and reading it
+needs that storage resident); tensors still referenced at the end are outputs, made
+resident at the end (simrd's REMATERIALIZE condition). Budget semantics are ours:
+CONSTANTs are outside the budget (like parameters), everything an op makes is inside.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import GraphError
+from ...graph import Graph
+from ...memory.buffers import align_up
+from .program import CostSpec, OpSpec, Program, TensorSpec, node_costs
+from .runtime import DTRRuntime, DTRTrace
+
+
+class TraceError(GraphError):
+    """A malformed line or an inconsistent instruction in a DTR simulator trace."""
+
+
+def _lines(source: Any) -> list[dict]:
+    if isinstance(source, (str, Path)) and not str(source).lstrip().startswith("{") \
+            and Path(source).exists():
+        text = Path(source).read_text().splitlines()
+    elif isinstance(source, str):
+        text = source.splitlines()
+    elif isinstance(source, io.IOBase) or hasattr(source, "read"):
+        text = source.read().splitlines()
+    else:
+        text = list(source)
+    out = []
+    for k, line in enumerate(text, 1):
+        if isinstance(line, dict):
+            out.append(line)
+            continue
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            j = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TraceError(f"trace line {k}: not JSON ({e}): {line[:80]}") from None
+        if "INSTRUCTION" not in j:
+            raise TraceError(f"trace line {k}: no INSTRUCTION: {line[:80]}")
+        out.append(j)
+    return out
+
+
+def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
+                outputs: str = "rematerialize") -> Program:
+    """A `Program` from a DTR simulator trace (a path, the text, a file, or lines/dicts).
+
+    `outputs`: "rematerialize" (tensors referenced at the end are made resident at the
+    end, as simrd does by default) or "ignore"."""
+    lines = _lines(source)
+    starts = [k for k, j in enumerate(lines) if j["INSTRUCTION"] == "ANNOTATE"
+              and j.get("ANNOTATION") == "START"]
+    if starts:
+        lines = lines[starts[0] + 1:]
+    tensors: list[TensorSpec] = []
+    ops: list[OpSpec] = []
+    steps: list[tuple[str, int]] = []
+    binding: dict[str, int] = {}        # live name -> tensor index
+    refs: list[int] = []                # references to each tensor
+    root: list[int] = []                # storage owner (itself, or what it aliases)
+    role = "forward"
+    k = 0
+
+    def new_tensor(nm: str, size: int, external: bool, producer: int, r: int | None) -> int:
+        t = len(tensors)
+        tensors.append(TensorSpec(nm, size, external, producer, "trace"))
+        refs.append(1)
+        root.append(t if r is None else r)
+        if r is not None:
+            refs[r] += 1                 # an alias keeps its storage alive
+        return t
+
+    def release(t: int) -> None:
+        refs[t] -= 1
+        if refs[t] == 0:
+            steps.append(("release", t))
+            if root[t] != t:
+                release(root[t])
+        elif refs[t] < 0:
+            raise TraceError(f"tensor {tensors[t].name} released more often than referenced")
+
+    def need(nm: str, where: str) -> int:
+        if nm not in binding:
+            raise TraceError(f"{where}: unknown tensor {nm!r}")
+        return binding[nm]
+
+    def pop(kind: str, nm: str) -> dict:
+        nonlocal k
+        if k >= len(lines) or lines[k]["INSTRUCTION"] != kind:
+            got = lines[k]["INSTRUCTION"] if k < len(lines) else "the end"
+            raise TraceError(f"expected {kind} for {nm} after its CALL, got {got}")
+        j = lines[k]
+        k += 1
+        if j.get("NAME") != nm:
+            raise TraceError(f"{kind} line names {j.get('NAME')!r}, expected {nm!r}")
+        return j
+
+    def op_inputs(args: Sequence[int]) -> tuple[int, ...]:
+        ins: list[int] = []
+        for a in args:
+            ins.append(a)
+            if root[a] != a:
+                ins.append(root[a])      # reading a view needs its storage
+        return tuple(dict.fromkeys(ins))
+
+    while k < len(lines):
+        j = lines[k]
+        k += 1
+        ins = j["INSTRUCTION"]
+        if ins == "CONSTANT":
+            nm = j["NAME"]
+            m = pop("MEMORY", nm)
+            binding[nm] = new_tensor(nm, 0, True, -1, None)
+            del m
+        elif ins == "CALL":
+            results = list(j["RESULT"])
+            args = [need(a, f"CALL {j['NAME']}") for a in j["ARGS"]]
+            idx = len(ops)
+            outs = []
+            for r in results:
+                mem = int(pop("MEMORY", r)["MEMORY"])
+                alias = int(pop("ALIAS", r)["ALIAS"])
+                if r in binding:
+                    raise TraceError(f"CALL {j['NAME']}: result {r!r} already exists")
+                if alias >= 0:
+                    if alias >= len(args):
+                        raise TraceError(f"{r}: ALIAS {alias} but {j['NAME']} has "
+                                         f"{len(args)} arguments")
+                    t = new_tensor(r, 0, True, idx, root[args[alias]])
+                else:
+                    t = new_tensor(r, align_up(mem, alignment), mem == 0, idx, None)
+                binding[r] = t
+                outs.append(t)
+            ops.append(OpSpec(f"{j['NAME']}#{idx}", op_inputs(args), tuple(outs),
+                              float(j.get("TIME", 0)), 0, True, (), tuple(args), None, role))
+            steps.append(("call", idx))
+        elif ins == "MUTATE":
+            args = [need(a, f"MUTATE {j['NAME']}") for a in j["ARGS"]]
+            idx = len(ops)
+            outs = []
+            olds = []
+            for m in j["MUTATE"]:
+                old = args[int(m)]
+                base = root[old]
+                size = tensors[base].size
+                t = new_tensor(tensors[old].name + "$", size, tensors[base].external and
+                               size == 0, idx, None)
+                outs.append(t)
+                olds.append((j["ARGS"][int(m)], old))
+            ops.append(OpSpec(f"{j['NAME']}#{idx}", op_inputs(args), tuple(outs),
+                              float(j.get("TIME", 0)), 0, True, (), tuple(args), None, role))
+            steps.append(("call", idx))
+            for (nm, old), t in zip(olds, outs):
+                binding[nm] = t
+                release(old)
+        elif ins == "COPY":
+            src = need(j["SRC"], "COPY")
+            binding[j["DST"]] = src
+            refs[src] += 1
+        elif ins == "COPY_FROM":
+            src = need(j["SRC"], "COPY_FROM")
+            old = need(j["DST"], "COPY_FROM")
+            binding[j["DST"]] = src
+            refs[src] += 1
+            release(old)
+        elif ins == "RELEASE":
+            if j["NAME"] in binding:
+                t = binding.pop(j["NAME"])
+                release(t)
+        elif ins == "ANNOTATE":
+            if j.get("ANNOTATION") == "BACKWARD":
+                role = "backward"
+        elif ins in ("MEMORY", "ALIAS"):
+            raise TraceError(f"{ins} line for {j.get('NAME')!r} outside a CALL or CONSTANT")
+        elif ins == "PIN":
+            continue
+        else:
+            raise TraceError(f"unknown INSTRUCTION {ins!r}")
+    if outputs == "rematerialize":
+        for t in sorted({root[t] for t in binding.values()}):
+            if not tensors[t].external and refs[t] > 0:
+                steps.append(("get", t))
+    elif outputs != "ignore":
+        raise ValueError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
+    return Program(tensors, ops, steps, name)
+
+
+def replay_trace(source: Any, budget: int | None = None, *, ratio: float | None = None,
+                 heuristic: Any = "dtr", alignment: int = 1, **options: Any) -> DTRTrace:
+    """Replay a DTR simulator trace in simulated mode; returns the `DTRTrace`."""
+    from .program import resolve_budget
+    program = source if isinstance(source, Program) else parse_trace(source, alignment)
+    b = resolve_budget(program, budget, ratio)
+    return DTRRuntime(program, b, heuristic, **options).run()
+
+
+def write_trace(graph: Graph, dest: Any = None, *, costs: CostSpec = "flops",
+                schedule: Sequence[str] | None = None) -> list[str]:
+    """`graph` as a DTR simulator trace (JSON lines); written to `dest` (a path or file)
+    if given. Inputs, parameters and constants are CONSTANTs; every node is a CALL (TIME
+    from `costs`); each tensor is RELEASEd after its last reader; graph outputs stay."""
+    from ...memory.liveness import check_schedule
+    order = check_schedule(graph, schedule) if schedule is not None else \
+        tuple(n.name for n in graph.nodes)
+    cost = node_costs(graph, costs)
+    out: list[str] = [json.dumps({"INSTRUCTION": "ANNOTATE", "ANNOTATION": "START"})]
+    for t in graph.leaves():
+        out.append(json.dumps({"INSTRUCTION": "CONSTANT", "NAME": t.name}))
+        out.append(json.dumps({"INSTRUCTION": "MEMORY", "NAME": t.name,
+                               "MEMORY": str(t.nbytes)}))
+    last: dict[str, str] = {}
+    for name in order:
+        for i in graph.node(name).inputs:
+            last[i] = name
+    keep = set(graph.outputs)
+    in_bwd = False
+    for name in order:
+        node = graph.node(name)
+        if node.role != "forward" and not in_bwd:
+            in_bwd = True
+            out.append(json.dumps({"INSTRUCTION": "ANNOTATE", "ANNOTATION": "BACKWARD"}))
+        out.append(json.dumps({"INSTRUCTION": "CALL", "NAME": node.op,
+                               "RESULT": list(node.outputs), "ARGS": list(node.inputs),
+                               "TIME": str(int(round(cost[name])))}))
+        for o in node.outputs:
+            out.append(json.dumps({"INSTRUCTION": "MEMORY", "NAME": o,
+                                   "MEMORY": str(graph.tensors[o].nbytes)}))
+            out.append(json.dumps({"INSTRUCTION": "ALIAS", "NAME": o, "ALIAS": "-1"}))
+        for t in dict.fromkeys(list(node.inputs) + list(node.outputs)):
+            if t in keep:
+                continue
+            if last.get(t, graph.tensors[t].producer) == name:
+                out.append(json.dumps({"INSTRUCTION": "RELEASE", "NAME": t}))
+    if dest is not None:
+        text = "\n".join(out) + "\n"
+        if hasattr(dest, "write"):
+            dest.write(text)
+        else:
+            Path(dest).write_text(text)
+    return out
+

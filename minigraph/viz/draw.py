@@ -1,0 +1,252 @@
+"""A graphviz drawing of a graph, fed only by what the graph already carries.
+
+Nodes are boxes coloured by role: forward (blue), backward (orange), update (green, a
+hexagon, since it overwrites its parameter). Tensors are ellipses labelled with their
+shape, dtype and bytes, outlined in their producer's colour; graph leaves have their own
+shapes: inputs a trapezoid (yellow), parameters a cylinder (purple), constants a note
+(grey). Graph outputs get a double outline, control dependencies a dashed grey edge.
+
+If the `dot` program is missing, a notebook shows the DOT source as text and says how
+to install graphviz, instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import Graph, _fmt_bytes
+
+# Role -> (shape, fill colour, outline colour) of op nodes.
+NODE_STYLE = {
+    "forward": ("box", "#cfe2ff", "#1f5fbf"),
+    "backward": ("box", "#ffd8c2", "#c0501f"),
+    "update": ("hexagon", "#d3f2d3", "#2e8b3e"),
+}
+# Tensor kind -> (shape, fill colour, outline colour).
+TENSOR_STYLE = {
+    "input": ("invtrapezium", "#fff3bf", "#a07a00"),
+    "param": ("cylinder", "#e9d8fd", "#6b3fa0"),
+    "const": ("note", "#eeeeee", "#666666"),
+    "activation": ("ellipse", "#ffffff", "#1f5fbf"),
+    "gradient": ("ellipse", "#ffffff", "#c0501f"),
+    "updated": ("ellipse", "#ffffff", "#2e8b3e"),
+}
+LEGEND = (
+    ("forward node", "node", "forward"), ("backward node", "node", "backward"),
+    ("update node", "node", "update"), ("input", "tensor", "input"),
+    ("parameter", "tensor", "param"), ("constant", "tensor", "const"),
+    ("activation", "tensor", "activation"), ("gradient", "tensor", "gradient"),
+    ("updated parameter", "tensor", "updated"),
+)
+
+INSTALL_HINT = ("graphviz's `dot` program was not found, so the graph cannot be rendered; "
+                "here is its DOT source. Install graphviz (apt-get install graphviz, "
+                "conda install graphviz, or brew install graphviz) and draw it again.")
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _node_label(node: Any, show_tensors: bool) -> str:
+    """The op; its name too when tensors are hidden or the name says more (`W_new`)."""
+    auto = node.name == node.op or node.name.startswith(node.op + "_")
+    if show_tensors:
+        return node.op if auto else f"{node.op}\\n{node.name}"
+    return node.name if auto else f"{node.name}\\n{node.op}"
+
+
+def _tensor_label(t: Any, plan: Any = None) -> str:
+    label = f"{t.name}\\n{_shape(t.shape)} {t.dtype}\\n{_fmt_bytes(t.nbytes)}"
+    if t.alias_of:
+        label += f"\\nover {t.alias_of}"
+    if plan is not None and t.name in getattr(plan, "offsets", {}):
+        label += f"\\n@ {plan.offsets[t.name]}"
+    return label
+
+
+def _style(kind: str, role_or_kind: str) -> dict[str, str]:
+    shape, fill, line = (NODE_STYLE if kind == "node" else TENSOR_STYLE)[role_or_kind]
+    return {"shape": shape, "style": "filled", "fillcolor": fill, "color": line}
+
+
+def draw(graph: Graph, show_tensors: bool = True, max_nodes: int = 300,
+         plan: Any = None, legend: bool = True, rankdir: str = "TB") -> Any:
+    """A `graphviz.Digraph` of `graph` (it renders itself in a notebook).
+
+    `show_tensors=False` draws op nodes only, tensors as edge labels. Only the first
+    `max_nodes` nodes in program order are drawn (a note says how many were left out).
+    `plan` (a MemoryPlan or MemoryReport) adds each planned tensor's arena offset.
+    """
+    if plan is not None and hasattr(plan, "plan"):
+        plan = plan.plan
+    dot = _new_digraph(graph.name)
+    dot.attr(rankdir=rankdir, fontname="Helvetica", fontsize="11")
+    dot.attr("node", fontname="Helvetica", fontsize="10")
+    dot.attr("edge", fontname="Helvetica", fontsize="9", color="#555555")
+
+    nodes = list(graph.nodes[:max_nodes])
+    node_id = {n.name: f"n{k}" for k, n in enumerate(nodes)}
+    wanted: list[str] = []           # tensors to draw, in first-seen order
+    seen: set[str] = set()
+    for n in nodes:
+        for t in (*n.inputs, *n.outputs):
+            if t not in seen:
+                seen.add(t)
+                wanted.append(t)
+    for t in graph.outputs:
+        if t not in seen and graph.tensors[t].producer is None:
+            seen.add(t)
+            wanted.append(t)
+    tensor_id = {t: f"t{k}" for k, t in enumerate(wanted)}
+    outputs = set(graph.outputs)
+
+    for n in nodes:
+        dot.node(node_id[n.name], _node_label(n, show_tensors), **_style("node", n.role),
+                 tooltip=f"{n.role} node {n.name}: {n.op}({', '.join(n.inputs)})")
+    for name in wanted:
+        t = graph.tensors[name]
+        if not show_tensors and not t.is_leaf:
+            continue
+        style = _style("tensor", t.kind)
+        if name in outputs:
+            style["peripheries"] = "2"
+        dot.node(tensor_id[name], _tensor_label(t, plan), **style,
+                 tooltip=f"{t.kind} {t.spec()} {t.dtype}, {t.nbytes} bytes")
+
+    def src(name: str) -> str | None:
+        """Where an edge carrying tensor `name` starts."""
+        t = graph.tensors[name]
+        if show_tensors or t.is_leaf:
+            return tensor_id[name]
+        return node_id.get(t.producer)
+
+    for n in nodes:
+        for k, i in enumerate(n.inputs):
+            start = src(i)
+            if start is None:
+                continue
+            t = graph.tensors[i]
+            label = "" if show_tensors or t.is_leaf else f"{i}\\n{_shape(t.shape)}"
+            if len(n.inputs) > 1 and show_tensors:
+                label = str(k)
+            dot.edge(start, node_id[n.name], label=label)
+        if show_tensors:
+            for o in n.outputs:
+                dot.edge(node_id[n.name], tensor_id[o])
+        for d in n.deps:
+            if d in node_id:
+                dot.edge(node_id[d], node_id[n.name], style="dashed", color="#999999",
+                         arrowhead="empty", tooltip=f"{n.name} runs after {d}")
+    if not show_tensors:   # outputs that are not consumed still deserve a mark
+        for o in graph.outputs:
+            p = graph.tensors[o].producer
+            if p in node_id:
+                oid = f"out_{tensor_id[o]}"
+                dot.node(oid, f"{o}\\n{_shape(graph.tensors[o].shape)}", shape="plaintext")
+                dot.edge(node_id[p], oid)
+
+    if len(graph.nodes) > len(nodes):
+        dot.node("more", f"... {len(graph.nodes) - len(nodes)} more nodes not drawn\\n"
+                 f"(draw(graph, max_nodes={len(graph.nodes)}) draws them all)",
+                 shape="plaintext", fontcolor="#aa0000")
+    if legend:
+        _legend(dot, graph, show_tensors)
+    return dot
+
+
+def _legend(dot: Any, graph: Graph, show_tensors: bool = True) -> None:
+    """A small cluster with one sample of every style the drawing uses."""
+    roles = {n.role for n in graph.nodes}
+    kinds = {t.kind for t in graph.tensors.values() if show_tensors or t.is_leaf}
+    with dot.subgraph(name="cluster_legend") as leg:
+        leg.attr(label="legend", fontsize="10", style="rounded", color="#bbbbbb")
+        prev = None
+        for k, (text, kind, key) in enumerate(LEGEND):
+            if key not in (roles if kind == "node" else kinds):
+                continue
+            lid = f"legend{k}"
+            leg.node(lid, text, **_style(kind, key), fontsize="9")
+            if prev is not None:
+                leg.edge(prev, lid, style="invis")
+            prev = lid
+
+
+# --- rendering that never ends in a traceback ---------------------------------------------
+
+try:
+    import graphviz
+except ImportError:        # a dependency, but a missing one must not break `import`
+    graphviz = None
+
+if graphviz is not None:
+    class Drawing(graphviz.Digraph):
+        """A Digraph whose notebook display falls back to text when `dot` is missing."""
+
+        def _repr_mimebundle_(self, include=None, exclude=None, **kw):
+            try:
+                return super()._repr_mimebundle_(include=include, exclude=exclude, **kw)
+            except graphviz.ExecutableNotFound:
+                return fallback_bundle(self.source)
+            except Exception as e:   # dot crashed (huge graph, bad label): still no traceback
+                return fallback_bundle(self.source, f"graphviz could not render the graph "
+                                                    f"({type(e).__name__}: {e}); DOT source:")
+
+
+def _new_digraph(name: str) -> Any:
+    return DotSource(name) if graphviz is None else Drawing(name=name)
+
+
+def fallback_bundle(source: str, message: str = INSTALL_HINT) -> dict[str, str]:
+    """What a notebook shows when the graph cannot be rendered: a message and DOT text."""
+    return {"text/plain": f"{message}\n\n{source}"}
+
+
+class DotSource:
+    """Stand-in for graphviz.Digraph when the graphviz Python package is not installed:
+    collects the same DOT statements and shows them as text."""
+
+    def __init__(self, name: str = "graph", _body: list[str] | None = None,
+                 _sub: bool = False):
+        self.name, self.body, self._sub = name, [] if _body is None else _body, _sub
+
+    @staticmethod
+    def _attrs(kw: dict) -> str:
+        items = ", ".join(f'{k}="{v}"' for k, v in kw.items() if v != "")
+        return f" [{items}]" if items else ""
+
+    def attr(self, kind: str | None = None, **kw: Any) -> None:
+        if kind is None:
+            self.body.append("  " + "; ".join(f'{k}="{v}"' for k, v in kw.items()))
+        else:
+            self.body.append(f"  {kind}{self._attrs(kw)}")
+
+    def node(self, name: str, label: str | None = None, **kw: Any) -> None:
+        self.body.append(f'  "{name}"{self._attrs({"label": label, **kw} if label else kw)}')
+
+    def edge(self, a: str, b: str, label: str | None = None, **kw: Any) -> None:
+        self.body.append(f'  "{a}" -> "{b}"{self._attrs({"label": label or "", **kw})}')
+
+    def subgraph(self, name: str) -> DotSource:
+        sub = DotSource(name, [], True)
+        self.body.append(sub)   # type: ignore[arg-type]
+        return sub
+
+    def __enter__(self) -> DotSource:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    @property
+    def source(self) -> str:
+        lines = [f'{"subgraph" if self._sub else "digraph"} "{self.name}" {{']
+        for b in self.body:
+            lines.append(b.source if isinstance(b, DotSource) else b)
+        return "\n".join(lines + ["}"])
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kw: Any) -> dict[str, str]:
+        return fallback_bundle(self.source, "the graphviz Python package is not installed "
+                                            "(pip install graphviz; and apt-get install "
+                                            "graphviz or conda install graphviz for `dot`); "
+                                            "DOT source:")

@@ -1,0 +1,618 @@
+"""Pictures of a memory plan: a timeline, a layout, a comparison. Each returns a Figure.
+
+The plots read plans and reports; they never plan. Three pictures:
+
+- `plot_timeline`: bytes alive at each step, stacked by kind (PyTorch memory_viz's
+  "Active Memory Timeline" in spirit), with the no-reuse curve, this plan's arena and the
+  theoretical minimum as lines.
+- `plot_layout`: every planned tensor as a rectangle, x = its life, y = its offset in the
+  arena: the 2D strip-packing picture of seed 002 (Chainer-Opt's figure 1).
+- `plot_comparison`: bytes per technique, the saving written on each bar.
+
+`compare_techniques(graph)` makes the comparison's rows: one per planner of the
+`PLANNERS` registry (so a new planner is one more bar), plus the reference points.
+Static PNG/SVG output, so the pictures survive on GitHub and nbviewer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..graph import Graph
+from ..memory.api import MemoryOptions, MemoryReport, plan_memory
+from ..memory.buffers import Buffer, live_bytes_per_step
+from ..memory.plan import MemoryPlan
+from ..memory.planners import PLANNERS
+from ..memory.planners import _load_all as _load_planners
+
+# Bands of the timeline, bottom to top: what is never reused, then what planning shares.
+BANDS = ("parameters & inputs", "outputs", "activations", "gradients", "workspace")
+KIND_BAND = {"param": "parameters & inputs", "input": "parameters & inputs",
+             "const": "parameters & inputs", "output": "outputs",
+             "activation": "activations", "gradient": "gradients"}
+COLORS = {"parameters & inputs": "#9e9e9e", "outputs": "#6a3d9a", "activations": "#1f77b4",
+          "gradients": "#ff7f0e", "workspace": "#2ca02c"}
+
+# Planners that may run for seconds (a progress bar in the widget, opt-in in comparisons).
+SLOW_PLANNERS = ("ilp", "anneal")
+
+# How each registry entry is named on a bar; an entry missing here shows its own name.
+LABELS = {"none": "no reuse", "refcount": "refcount (MXNet)", "ge": "GE two-level",
+          "ge-max": "GE max-block", "ge-binary": "GE binary-block",
+          "ge-hybrid": "GE hybrid", "bestfit": "best-fit (Chainer-Opt)",
+          "greedy-size": "greedy by size", "anneal": "annealing (DSA-SA)",
+          "ilp": "ILP (optimal layout)"}
+FAMILY_COLORS = {"baseline": "#9e9e9e", "in-place": "#8c564b", "block": "#1f77b4",
+                 "offset": "#2ca02c", "colouring": "#9467bd", "dynamic": "#d62728"}
+
+
+def _family(name: str) -> str:
+    if name == "none":
+        return "baseline"
+    if name == "refcount" or name.startswith("ge"):
+        return "block"
+    return "offset"
+
+
+# ---------------------------------------------------------------------------------------
+# Units
+# ---------------------------------------------------------------------------------------
+
+def byte_unit(n: float) -> tuple[str, float]:
+    """The unit to label an axis whose largest value is `n` bytes: (name, divisor).
+    Below 16 KiB plain bytes (the seeds' worked examples quote bytes)."""
+    if n < 16 * 2 ** 10:
+        return "B", 1.0
+    for name, div in (("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20)):
+        if n >= div:
+            return name, div
+    return "KiB", 2.0 ** 10
+
+
+def fmt_bytes(n: float) -> str:
+    name, div = byte_unit(abs(n))
+    return f"{n:.0f} B" if div == 1 else f"{n / div:.2f} {name}"
+
+
+def _new_axes(ax: Any, size: tuple[float, float]) -> tuple[Any, Any]:
+    """A fresh Figure (not registered with pyplot: nothing leaks, nothing pops up) or `ax`'s."""
+    if ax is not None:
+        return ax.figure, ax
+    from matplotlib.figure import Figure
+    _show_figures_in_notebooks()
+    fig = Figure(figsize=size, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _show_figures_in_notebooks() -> None:
+    """In IPython, make a returned Figure display as a PNG even when pyplot (whose inline
+    backend usually registers that) was never imported."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    from matplotlib.figure import Figure
+    png = ip.display_formatter.formatters["image/png"]
+    try:
+        png.lookup_by_type(Figure)
+    except KeyError:
+        def to_png(fig: Any) -> bytes:
+            import io
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=80)
+            return buf.getvalue()
+        png.for_type(Figure, to_png)
+
+
+_show_figures_in_notebooks()   # at import too: figures a lesson makes itself display as well
+
+
+def _as_plan(report_or_plan: MemoryReport | MemoryPlan) -> tuple[MemoryPlan, MemoryReport | None]:
+    if isinstance(report_or_plan, MemoryReport):
+        return report_or_plan.plan, report_or_plan
+    if isinstance(report_or_plan, MemoryPlan):
+        return report_or_plan, None
+    raise TypeError(f"expected a MemoryReport or MemoryPlan, not {type(report_or_plan).__name__}"
+                    " (mg.plan_memory(graph, options) makes one)")
+
+
+# ---------------------------------------------------------------------------------------
+# Timeline
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class Timeline:
+    """Bytes per step, the data behind `plot_timeline` (every number comes from the plan).
+
+    `bands[label][t]`: bytes of that kind alive at step t; an in-place hand-over counts
+    once (the output takes the input's bytes at the step that overwrites it).
+    `base[t]`: bytes never planned (parameters, inputs, outputs): the lines sit on it.
+    `no_reuse[t]`: planned bytes allocated by step t if nothing were ever freed.
+    """
+    steps: int
+    bands: dict[str, list[int]]
+    base: list[int]
+    planned_live: list[int]
+    no_reuse: list[int]
+    minimum: int
+    arena: int
+    schedule: tuple[str, ...] = ()
+
+    @property
+    def peak_step(self) -> int:
+        return max(range(self.steps), key=lambda t: self.planned_live[t]) if self.steps else 0
+
+    @property
+    def total(self) -> list[int]:
+        return [sum(b[t] for b in self.bands.values()) for t in range(self.steps)]
+
+
+def timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = None) -> Timeline:
+    """The numbers `plot_timeline` draws; `graph` adds each op's declared workspace."""
+    plan, report = _as_plan(report_or_plan)
+    live = plan.liveness
+    steps = live.steps
+    handed = {x: live.intervals[y].start for x, y in plan.inplace}
+    per_band: dict[str, list[Buffer]] = {b: [] for b in BANDS}
+    planned: list[Buffer] = []
+    for iv in live.intervals.values():
+        band = KIND_BAND.get(iv.kind)
+        if band is None or not iv.bytes:
+            continue
+        end = iv.end
+        if iv.name in handed:                 # its bytes belong to the in-place output
+            end = handed[iv.name] - 1
+            if end < iv.start:
+                continue
+        b = Buffer(iv.name, iv.start, end, iv.bytes)
+        per_band[band].append(b)
+        if iv.planned:
+            planned.append(b)
+    bands = {name: live_bytes_per_step(bufs, steps) for name, bufs in per_band.items()}
+    if graph is not None:
+        from ..ops.registry import workspace_of
+        bands["workspace"] = [workspace_of(graph, graph.node(n)) for n in live.schedule]
+    bands = {k: v for k, v in bands.items() if any(v)}
+    base = [sum(bands.get(b, [0] * steps)[t] for b in ("parameters & inputs", "outputs"))
+            for t in range(steps)]
+    planned_live = live_bytes_per_step(planned, steps)
+    started = [0] * (steps + 1)
+    for iv in live.planned():
+        started[iv.start] += iv.bytes
+    no_reuse, acc = [], 0
+    for t in range(steps):
+        acc += started[t]
+        no_reuse.append(acc)
+    minimum = report.theoretical_minimum if report is not None else max(planned_live, default=0)
+    return Timeline(steps, bands, base, planned_live, no_reuse, minimum, plan.arena_bytes,
+                    tuple(live.schedule))
+
+
+def plot_timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = None,
+                  ax: Any = None, title: str | None = None, legend: bool = True):
+    """Bytes alive per step, stacked by kind, with no reuse / arena / minimum as lines.
+
+    The lines sit on top of what is never planned (parameters, inputs, outputs), so where
+    the stack touches "theoretical minimum" is the step that sets it. Returns the Figure.
+    """
+    tl = timeline(report_or_plan, graph)
+    fig, ax = _new_axes(ax, (9, 3.6))
+    xs = list(range(tl.steps))
+    top = max([*tl.total, *(b + n for b, n in zip(tl.base, tl.no_reuse))], default=1)
+    unit, div = byte_unit(top)
+    lower = [0.0] * tl.steps
+    for band in (*BANDS, *(k for k in tl.bands if k not in BANDS)):
+        if band not in tl.bands:
+            continue
+        upper = [lo + v / div for lo, v in zip(lower, tl.bands[band])]
+        ax.fill_between(xs, lower, upper, step="mid", color=COLORS.get(band), alpha=0.75,
+                        linewidth=0, label=band, gid=f"band:{band}")
+        lower = upper
+    ax.step(xs, [(b + n) / div for b, n in zip(tl.base, tl.no_reuse)], where="mid",
+            color="black", linestyle=":", linewidth=1.4, label="no reuse (never freed)",
+            gid="no-reuse")
+    ax.step(xs, [(b + tl.arena) / div for b in tl.base], where="mid", color="#d62728",
+            linewidth=1.6, label=f"this plan's arena {fmt_bytes(tl.arena)}", gid="arena")
+    ax.step(xs, [(b + tl.minimum) / div for b in tl.base], where="mid", color="black",
+            linestyle="--", linewidth=1.2,
+            label=f"theoretical minimum {fmt_bytes(tl.minimum)}", gid="minimum")
+    if tl.steps:
+        ax.axvline(tl.peak_step, color="black", alpha=0.25, linewidth=0.8)
+    ax.set_xlim(-0.5, max(tl.steps - 0.5, 0.5))
+    ax.set_ylim(0, top / div * 1.08)
+    ax.set_xlabel("step (position in the schedule)")
+    ax.set_ylabel(f"bytes alive ({unit})")
+    ax.set_title(title or "Memory timeline: bytes alive at each step")
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                  frameon=False)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Layout
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rect:
+    """One tensor in the arena: steps [start, end] inclusive, bytes [offset, offset+size)."""
+    name: Any
+    start: int
+    end: int
+    offset: int
+    size: int
+    kind: str = "buffer"
+    inplace_of: Any = None
+    block: int = -1          # tensors whose byte ranges overlap (transitively) share a block
+
+
+def _number_blocks(rects: list[Rect]) -> list[Rect]:
+    """Give tensors whose byte ranges overlap (transitively) one block number; a tensor
+    with bytes of its own keeps -1. A sweep by offset: O(n log n)."""
+    rects = sorted(rects, key=lambda r: (r.offset, r.start))
+    parent = list(range(len(rects)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    reach, owner = -1, -1
+    for i, r in enumerate(rects):
+        if r.offset < reach:
+            parent[find(i)] = find(owner)
+        if r.offset + r.size > reach:
+            reach, owner = r.offset + r.size, i
+    count: dict[int, int] = {}
+    for i in range(len(rects)):
+        count[find(i)] = count.get(find(i), 0) + 1
+    number: dict[int, int] = {}
+    out = []
+    for i, r in enumerate(rects):
+        root = find(i)
+        block = number.setdefault(root, len(number)) if count[root] > 1 else -1
+        out.append(replace(r, block=block))
+    return out
+
+
+def layout_rects(plan: MemoryPlan | MemoryReport) -> list[Rect]:
+    """The rectangles of `plot_layout`, in offset order; `block` -1 means bytes of its own."""
+    plan, _ = _as_plan(plan)
+    inplace_of = {y: x for x, y in plan.inplace}
+    return _number_blocks([Rect(iv.name, iv.start, iv.end, plan.offsets[iv.name], iv.bytes,
+                                iv.kind, inplace_of.get(iv.name))
+                           for iv in plan.liveness.planned() if iv.bytes])
+
+
+def placement_rects(buffers: Sequence[Buffer], offsets: Any) -> list[Rect]:
+    """Rectangles of a bare buffer problem (`offsets`: a dict or a `Placement`)."""
+    offsets = getattr(offsets, "offsets", offsets)
+    return _number_blocks([Rect(b.id, b.start, b.end, int(offsets[b.id]), b.size)
+                           for b in buffers if b.size])
+
+
+def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str = "kind",
+                labels: int = 24, title: str | None = None, legend: bool = True):
+    """Every planned tensor as a rectangle: x = its life (steps), y = its bytes in the arena.
+
+    `color_by="kind"` colours activations and gradients; `"block"` gives each shared
+    block its own colour (tensors with bytes of their own stay grey); `"buffer"` one
+    colour per tensor. In-place outputs are
+    hatched and joined to their input by an arrow. The arena top and the theoretical
+    minimum are lines: the gap between them is what this layout wastes.
+    """
+    plan_, report = _as_plan(plan)
+    rects = layout_rects(plan_)
+    minimum = report.theoretical_minimum if report is not None else \
+        max(live_bytes_per_step(plan_.buffers(), plan_.liveness.steps), default=0)
+    shared = sum(1 for r in rects if r.block >= 0)
+    title = title or (f"Layout ({plan_.strategy}): {len(rects)} tensors, {shared} share "
+                      f"bytes, {len(plan_.inplace)} in place")
+    return draw_rects(rects, plan_.arena_bytes, minimum, plan_.liveness.steps, ax=ax,
+                      color_by=color_by, labels=labels, title=title, legend=legend)
+
+
+def plot_placement(buffers: Sequence[Buffer], offsets: Any, ax: Any = None,
+                   title: str | None = None, color_by: str = "block", labels: int = 24,
+                   legend: bool = True):
+    """A bare buffer problem and its offsets as seed 002's strip-packing picture (the
+    seed examples and DSA instances, which have no graph). `offsets`: dict or Placement."""
+    from ..memory.buffers import arena_size, theoretical_minimum
+    offsets = getattr(offsets, "offsets", offsets)
+    rects = placement_rects(buffers, offsets)
+    steps = max((b.end for b in buffers), default=0) + 1
+    arena = arena_size(buffers, offsets)
+    return draw_rects(rects, arena, theoretical_minimum(buffers), steps, ax=ax,
+                      color_by=color_by, labels=labels, legend=legend,
+                      title=title or f"{len(rects)} buffers, arena {fmt_bytes(arena)}")
+
+
+def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: Any = None,
+               color_by: str = "kind", labels: int = 24, title: str = "",
+               legend: bool = True):
+    """The drawing behind `plot_layout` and `plot_placement`: rectangles, arena top and
+    theoretical minimum. Returns the Figure."""
+    import matplotlib
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Patch, Rectangle
+
+    if color_by not in ("kind", "block", "buffer"):
+        raise ValueError(f"color_by must be 'kind', 'block' or 'buffer', not {color_by!r}")
+    fig, ax = _new_axes(ax, (9, 4.2))
+    top = max(arena, minimum, 1)
+    unit, div = byte_unit(top)
+    cmap = matplotlib.colormaps["tab20"]
+
+    index = {r.name: k for k, r in enumerate(sorted(rects, key=lambda r: (r.start, r.offset)))}
+
+    def face(r: Rect) -> Any:
+        if color_by == "kind":
+            return COLORS.get(KIND_BAND.get(r.kind, ""), "#4c9be8")
+        if color_by == "buffer":
+            return cmap(index[r.name] % 20)
+        return cmap(r.block % 20) if r.block >= 0 else "#d0d0d0"
+
+    for group, hatch, gid in (([r for r in rects if r.inplace_of is None], None, "tensors"),
+                              ([r for r in rects if r.inplace_of is not None], "///",
+                               "inplace")):
+        if not group:
+            continue
+        patches = [Rectangle((r.start - 0.45, r.offset / div), r.end - r.start + 0.9,
+                             r.size / div) for r in group]
+        ax.add_collection(PatchCollection(patches, facecolors=[face(r) for r in group],
+                                          edgecolors="black", linewidths=0.4, alpha=0.85,
+                                          hatch=hatch, gid=gid))
+    by_name = {r.name: r for r in rects}
+    for r in rects:
+        if r.inplace_of is not None and r.inplace_of in by_name:
+            x = by_name[r.inplace_of]
+            ax.annotate("", xy=(r.start, (r.offset + r.size / 2) / div),
+                        xytext=(x.end - 0.4, (x.offset + x.size / 2) / div),
+                        arrowprops={"arrowstyle": "->", "color": "black", "lw": 0.8})
+    # Name the largest rectangles (the ones a reader can find again in plan.table()).
+    steps = max(steps, 1)
+    for r in sorted(rects, key=lambda r: -(r.end - r.start + 1) * r.size)[:labels]:
+        if r.size / top > 0.06 and (r.end - r.start + 1) / steps > 0.06:
+            ax.text((r.start + r.end) / 2, (r.offset + r.size / 2) / div, str(r.name),
+                    ha="center", va="center", fontsize=7, clip_on=True)
+    ax.axhline(arena / div, color="#d62728", linewidth=1.6,
+               label=f"arena top {fmt_bytes(arena)}", gid="arena")
+    ax.axhline(minimum / div, color="black", linestyle="--", linewidth=1.2,
+               label=f"theoretical minimum {fmt_bytes(minimum)}", gid="minimum")
+    kinds = sorted({r.kind for r in rects})
+    if color_by == "kind":
+        handles = [Patch(facecolor=COLORS.get(KIND_BAND.get(k, ""), "#4c9be8"), label=k)
+                   for k in kinds]
+    elif color_by == "buffer":
+        handles = [Patch(facecolor=cmap(0), label="one colour per buffer")]
+    else:
+        handles = [Patch(facecolor="#d0d0d0", label="bytes of its own"),
+                   Patch(facecolor=cmap(0), label="shared block (one colour each)")]
+    if any(r.inplace_of is not None for r in rects):
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="///",
+                             label="in place of its input"))
+    line_handles, _ = ax.get_legend_handles_labels()
+    if legend:
+        ax.legend(handles=[*line_handles, *handles], loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    ax.set_xlim(-0.5, steps - 0.5)
+    ax.set_ylim(0, top / div * 1.12)
+    ax.set_xlabel("step (life of each tensor, inclusive)")
+    ax.set_ylabel(f"offset in the arena ({unit})")
+    ax.set_title(title)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Comparison
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class TechniqueRow:
+    """One bar: a technique's bytes against no reuse and the theoretical minimum."""
+    label: str
+    technique: str
+    bytes: int
+    no_reuse_bytes: int
+    theoretical_minimum: int
+    seconds: float = 0.0
+    family: str = "block"
+    note: str = ""
+    options: MemoryOptions | None = None
+    report: MemoryReport | None = field(default=None, repr=False)
+
+    @property
+    def saved_percent(self) -> float:
+        n = self.no_reuse_bytes
+        return 100.0 * (n - self.bytes) / n if n else 0.0
+
+    @property
+    def ratio_to_minimum(self) -> float:
+        m = self.theoretical_minimum
+        return self.bytes / m if m else 1.0
+
+    def __str__(self) -> str:
+        return (f"{self.label:34} {fmt_bytes(self.bytes):>12}  saved {self.saved_percent:5.1f}%"
+                f"  x{self.ratio_to_minimum:.3f} of minimum  {self.seconds * 1000:7.1f} ms"
+                + (f"  {self.note}" if self.note else ""))
+
+
+FAMILY_ORDER = ("baseline", "in-place", "block", "colouring", "offset", "dynamic")
+
+
+def technique_options(base: MemoryOptions | None = None, planners: Iterable[str] | None = None,
+                      slow: bool = True, time_limit: float | None = None
+                      ) -> list[tuple[str, str, str, MemoryOptions]]:
+    """(label, technique, family, options) of every bar: no reuse, in-place alone, each
+    registered planner under `base`'s switches, and 2-colour refcount (parallel-safe).
+    `time_limit` (seconds) goes to the ILP alone."""
+    base = base or MemoryOptions(inplace=True)
+    _load_planners()
+    names = list(planners) if planners is not None else [
+        p for p in PLANNERS if p != "none" and (slow or p not in SLOW_PLANNERS)]
+    out = [("no reuse", "none", "baseline",
+            base.replace(sharing="none", inplace=False, colors=1, planner_args={}))]
+    out.append(("in-place only", "none+inplace", "in-place",
+                base.replace(sharing="none", inplace=True, colors=1, planner_args={})))
+    suffix = " + in-place" if base.inplace else ""
+    for p in names:
+        args = dict(base.planner_args)
+        if p == "ilp" and time_limit is not None:
+            args["time_limit"] = time_limit
+        out.append((LABELS.get(p, p) + suffix, p, _family(p),
+                    base.replace(sharing=p, planner_args=args)))
+    if "refcount" in PLANNERS and base.colors == 1 and "refcount" in names:
+        out.append((f"refcount, 2 colours{suffix}", "refcount+colors", "colouring",
+                    base.replace(sharing="refcount", colors=2)))
+    rank = {f: k for k, f in enumerate(FAMILY_ORDER)}
+    return sorted(out, key=lambda row: rank.get(row[2], len(rank)))   # stable within family
+
+
+Progress = Callable[[int, int, str], None]
+
+
+def compare_techniques(graph: Graph, options: MemoryOptions | None = None,
+                       planners: Iterable[str] | None = None, slow: bool = True,
+                       time_limit: float | None = None,
+                       dtr_budget: int | float | None = None,
+                       progress: Progress | None = None,
+                       plan: Callable[..., MemoryReport] | None = None) -> list[TechniqueRow]:
+    """One row per technique, each from `mg.plan_memory(graph, options)`.
+
+    `options` gives the shared switches (order, in-place, alignment, colours);
+    `slow=False` leaves out the planners of `SLOW_PLANNERS`; `time_limit` bounds the ILP;
+    `dtr_budget` (bytes, or a float <= 1: a fraction of DTR's no-rematerialisation
+    peak) adds DTR's bar (`dtr_row`). `progress(i, n, label)`
+    is called before each row (the widget's progress bar).
+    """
+    plan = plan or plan_memory
+    todo = technique_options(options, planners, slow, time_limit)
+    n = len(todo) + (dtr_budget is not None)
+    rows: list[TechniqueRow] = []
+    for i, (label, tech, family, opts) in enumerate(todo):
+        if progress is not None:
+            progress(i, n, label)
+        rep = plan(graph, opts)
+        rows.append(TechniqueRow(label, tech, rep.arena_bytes, rep.no_reuse_bytes,
+                                 rep.theoretical_minimum, rep.seconds, family,
+                                 rep.plan.note, opts, rep))
+    if dtr_budget is not None:
+        if progress is not None:
+            progress(len(todo), n, "DTR")
+        rows.append(dtr_row(graph, dtr_budget, options,
+                            min(r.theoretical_minimum for r in rows),
+                            rows[0].no_reuse_bytes))
+    if progress is not None:
+        progress(n, n, "done")
+    return rows
+
+
+def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | None = None):
+    """Horizontal bars of bytes per technique, the saving against no reuse on each bar, and
+    the theoretical minimum (of the first row's schedule) as a dashed line."""
+    if not rows:
+        raise ValueError("plot_comparison needs at least one row (compare_techniques makes them)")
+    fig, ax = _new_axes(ax, (9, 0.9 + 0.36 * len(rows)))
+    top = max(max(r.bytes for r in rows), max(r.no_reuse_bytes for r in rows), 1)
+    unit, div = byte_unit(top)
+    ys = list(range(len(rows)))[::-1]
+    colors = [FAMILY_COLORS.get(r.family, "#1f77b4") for r in rows]
+    bars = ax.barh(ys, [r.bytes / div for r in rows], color=colors, alpha=0.85, gid="bars")
+    for y, r, bar in zip(ys, rows, bars):
+        text = "baseline" if r.technique == "none" else f"-{r.saved_percent:.1f}%"
+        if r.note and r.family == "dynamic":
+            text += f" ({r.note})"
+        ax.text(bar.get_width() + top / div * 0.01, y, f"{fmt_bytes(r.bytes)}  {text}",
+                va="center", fontsize=8, gid=f"saving:{r.technique}")
+    # The lowest minimum among the rows bounds every static row (in-place only lowers it).
+    minimum = min((r.theoretical_minimum for r in rows if r.family != "dynamic"),
+                  default=rows[0].theoretical_minimum)
+    ax.axvline(minimum / div, color="black", linestyle="--", linewidth=1.2,
+               label=f"theoretical minimum {fmt_bytes(minimum)}", gid="minimum")
+    ax.set_yticks(ys, [r.label for r in rows], fontsize=8)
+    ax.set_xlim(0, top / div * 1.35)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel(f"planned bytes ({unit}); dashed: theoretical minimum {fmt_bytes(minimum)}")
+    ax.set_title(title or "Bytes per technique (saving against no reuse)")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# DTR (the dynamic technique): a bar at one budget, and the sweep over budgets
+# ---------------------------------------------------------------------------------------
+
+def dtr_available() -> bool:
+    """Whether the DTR runtime (`minigraph.runtime.dtr`) is installed."""
+    try:
+        import minigraph.runtime.dtr  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _dtr_kw(graph: Graph, options: MemoryOptions | None) -> dict:
+    """DTR runs the same schedule and alignment as the static plans it is compared with."""
+    from ..memory.orders import schedule
+    options = options or MemoryOptions()
+    return {"schedule": schedule(graph, options.order), "alignment": options.alignment}
+
+
+def dtr_row(graph: Graph, budget: int | float, options: MemoryOptions | None = None,
+            minimum: int = 0, no_reuse_bytes: int | None = None,
+            heuristic: str = "dtr") -> TechniqueRow:
+    """DTR's bar: the arena it is given (`budget` bytes, or a float <= 1: that fraction of
+    its no-rematerialisation peak), with the compute it pays in the note. Simulated mode
+    (op costs, no kernels). Raises BudgetError below the smallest budget that can work.
+
+    DTR's arena also holds each op's workspace, which the static plans leave out."""
+    from ..runtime.dtr import simulate
+    kw = _dtr_kw(graph, options)
+    t0 = time.perf_counter()
+    if isinstance(budget, float) and budget <= 1:
+        trace = simulate(graph, ratio=budget, heuristic=heuristic, **kw)
+        label = f"DTR at {budget:.0%} budget"
+    else:
+        trace = simulate(graph, budget=int(budget), heuristic=heuristic, **kw)
+        label = f"DTR at {fmt_bytes(int(budget))}"
+    if no_reuse_bytes is None:
+        no_reuse_bytes = plan_memory(graph, options or MemoryOptions()).no_reuse_bytes
+    return TechniqueRow(label, "dtr", trace.budget, no_reuse_bytes, minimum,
+                        time.perf_counter() - t0, "dynamic",
+                        f"compute x{trace.overhead:.2f}", None, None)
+
+
+def dtr_sweep(graph: Graph, ratios: Sequence[float] | None = None,
+              options: MemoryOptions | None = None, heuristics: Sequence[str] = ("dtr",),
+              progress: Progress | None = None) -> list[Any]:
+    """DTR at each budget ratio (default: 1.0 down to its lower bound, 8 points), one
+    `SweepRow` each (`minigraph.runtime.dtr.sweep`); `progress(i, n, label)` per run."""
+    from ..runtime.dtr import budget_bounds, sweep
+    kw = _dtr_kw(graph, options)
+    if ratios is None:
+        b = budget_bounds(graph, **kw)
+        low = b.lower / b.peak if b.peak else 1.0
+        ratios = [1.0 - k * (1.0 - low) / 7 for k in range(8)]
+    cb = None
+    if progress is not None:
+        def cb(done: int, total: int, row: Any) -> None:
+            progress(done, total, f"DTR {row.heuristic} at {row.ratio:.0%}")
+    return sweep(graph, list(ratios), list(heuristics), progress=cb, **kw)
+
+
+def plot_dtr_sweep(rows: Sequence[Any], chosen: float | None = None, ax: Any = None,
+                   title: str | None = None):
+    """Compute overhead against budget (the DTR paper's picture), `chosen` ratio marked."""
+    from ..runtime.dtr.sweep import plot_sweep
+    fig, ax = _new_axes(ax, (9, 3.2))
+    plot_sweep(rows, ax=ax, title=title or "DTR: compute paid for a smaller budget")
+    if chosen is not None:
+        ax.axvline(chosen, color="#d62728", linewidth=1.2, label=f"budget {chosen:.0%}",
+                   gid="chosen")
+    return fig

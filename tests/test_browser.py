@@ -1,0 +1,196 @@
+"""The tour in a real browser: JupyterLab + headless Chromium, as a student sees it.
+
+Starts JupyterLab on 127.0.0.1 (a free port, no token) over a temporary copy of the
+lessons, opens 00_tour.ipynb, runs all cells, and checks that the memory widget renders
+(controls, headline, three plots, no "Error displaying widget"), then changes the sharing
+control in the page and waits for the headline's numbers to change. Screenshots go to
+test-artifacts/; with MINIGRAPH_UPDATE_SCREENSHOTS=1 the widget's picture is also written
+to docs/tour-widget.png (the README's screenshot).
+
+Uses the system Chromium (/usr/bin/chromium); never downloads a browser. Skips with the
+reason when Chromium, Playwright or JupyterLab is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("MINIGRAPH_CHROMIUM") or shutil.which("chromium") or \
+    "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+
+pytestmark = pytest.mark.browser
+
+
+def _requirements() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Python playwright is not installed (pip install playwright; no browser " \
+               "download needed, the system Chromium is used)"
+    try:
+        import ipywidgets  # noqa: F401
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        return "JupyterLab or ipywidgets is not installed (pip install 'minigraph[lab]')"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory):
+    """A JupyterLab server over a copy of lessons/; yields its base URL."""
+    why = _requirements()
+    if why:
+        pytest.skip(why)
+    tmp = tmp_path_factory.mktemp("lab")
+    root = tmp / "lessons"
+    shutil.copytree(ROOT / "lessons", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    port = _free_port()
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get(
+               "PYTHONPATH")])]),
+           "MINIGRAPH_DEVICE": "cpu",
+           "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings")}
+    log = open(tmp / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", "--ServerApp.token=", "--ServerApp.password=",
+         f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+         "--LabApp.news_url=None", "--LabApp.check_for_updates_class="
+         "jupyterlab.NeverCheckForUpdate",
+         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                log.flush()
+                pytest.fail("JupyterLab did not start:\n" + (tmp / "lab.log").read_text()[-3000:])
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _accept_kernel_dialog(page, wait_ms: int = 1500) -> None:
+    """JupyterLab may ask which kernel to start; take the one it proposes (Python 3)."""
+    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+    try:
+        dialog.wait_for(state="visible", timeout=wait_ms)
+    except Exception:
+        return
+    dialog.locator("button", has_text="Select").last.click()
+    dialog.wait_for(state="hidden", timeout=10_000)
+
+
+def _dismiss_notifications(page) -> None:
+    """Close JupyterLab's toasts (the news question) so they do not cover the widget."""
+    for button in page.locator(".jp-Notification-Toast-Close, .Toastify__close-button").all():
+        try:
+            button.click(timeout=1000)
+        except Exception:
+            pass
+
+
+def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 2400})
+        try:
+            page.goto(f"{lab}/lab/tree/00_tour.ipynb?reset", wait_until="domcontentloaded")
+            # The notebook is open and its kernel is up.
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+            expect(page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
+                   .first).to_have_attribute("data-status", "idle", timeout=60_000)
+            _accept_kernel_dialog(page)
+            # Run > Run All Cells, from the menu bar as a student would.
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            _accept_kernel_dialog(page)
+
+            headline = page.locator(".mg-headline").first
+            expect(headline).to_contain_text("peak", timeout=120_000)
+            expect(headline).to_contain_text("theoretical minimum")
+            # The last cell (the exercises' check) has printed: everything ran.
+            expect(page.get_by_text("not done yet").first).to_be_visible(timeout=120_000)
+            expect(page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
+                   .first).to_have_attribute("data-status", "idle", timeout=60_000)
+
+            widget = page.locator(".mg-memory-widget").first
+            widget.scroll_into_view_if_needed()
+            for control in ("model", "order", "sharing", "inplace", "colors", "alignment",
+                            "dtr", "dtr_budget"):
+                expect(widget.locator(f".mg-control-{control}")).to_be_visible()
+            for plot in ("timeline", "layout", "comparison"):
+                img = widget.locator(f"img.mg-plot-{plot}")
+                expect(img).to_be_visible()
+                assert img.evaluate("e => e.naturalWidth") > 100, f"{plot} image is empty"
+            assert page.get_by_text("Error displaying widget").count() == 0
+            assert page.locator(".jp-OutputArea-output[data-mime-type="
+                                "'application/vnd.jupyter.stderr'] >> text=Traceback"
+                                ).count() == 0
+
+            # Move the sharing control in the page: the headline's numbers must change.
+            before = headline.inner_text()
+            widget.locator(".mg-control-sharing select").select_option("none")
+            widget.locator(".mg-control-inplace input[type=checkbox]").uncheck()
+            expect(headline).not_to_have_text(before, timeout=30_000)
+            expect(headline).to_contain_text("saved 0.0%", timeout=30_000)
+            after = headline.inner_text()
+            assert after != before, (before, after)
+
+            _dismiss_notifications(page)
+            page.wait_for_timeout(500)         # let the browser paint the new images
+            page.screenshot(path=str(ARTIFACTS / "tour-page.png"), full_page=False)
+            widget.screenshot(path=str(ARTIFACTS / "tour-widget.png"))
+            # Back to a plan that saves memory, for the README's picture.
+            widget.locator(".mg-control-sharing select").select_option("ge")
+            widget.locator(".mg-control-inplace input[type=checkbox]").check()
+            expect(headline).not_to_contain_text("saved 0.0%", timeout=30_000)
+            page.wait_for_timeout(500)
+            if os.environ.get("MINIGRAPH_UPDATE_SCREENSHOTS"):
+                widget.screenshot(path=str(ROOT / "docs" / "tour-widget.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "tour-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()

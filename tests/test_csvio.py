@@ -1,0 +1,169 @@
+"""Buffer problems and plans as CSV (half-open [lower, upper)), and `minigraph plan`."""
+
+from __future__ import annotations
+
+import argparse
+import io
+
+import pytest
+
+from minigraph.errors import MinigraphError, PlanError
+from minigraph.memory.buffers import Buffer, validate_offsets
+from minigraph.memory.cli_plan import add_arguments, run
+from minigraph.memory.csvio import (
+    CSVError,
+    first_overlap,
+    problem_text,
+    read_plan,
+    read_problem,
+    write_plan,
+    write_problem,
+)
+from minigraph.memory.instances import ge_seed_example, hard_instance
+from minigraph.memory.planners import plan_buffers
+
+
+def text(s: str) -> io.StringIO:
+    return io.StringIO(s)
+
+
+def test_problem_round_trip_keeps_every_buffer():
+    for bufs in (ge_seed_example(), hard_instance(40, 4096, 30, seed=1),
+                 [Buffer(k, k, k + 3, 16 * k) for k in range(5)]):
+        assert read_problem(text(problem_text(bufs))) == bufs
+
+
+def test_lifetimes_are_half_open_in_the_file():
+    bufs = read_problem(text("id,lower,upper,size\nx,3,5,100\n"))
+    assert bufs == [Buffer("x", 3, 4, 100)]             # alive at steps 3 and 4
+    assert problem_text(bufs) == "id,lower,upper,size\nx,3,5,100\n"
+
+
+def test_plan_round_trip_and_files_on_disk(tmp_path):
+    bufs = hard_instance(50, 4096, 40, seed=2)
+    aligned, placed = plan_buffers(bufs, "greedy-size", 1)
+    path = tmp_path / "plan.csv"
+    write_plan(path, aligned, placed.offsets)
+    back, offsets = read_plan(path)
+    assert back == aligned and offsets == placed.offsets
+    write_problem(tmp_path / "p.csv", bufs)
+    assert read_problem(tmp_path / "p.csv") == bufs
+
+
+def test_column_order_and_extra_columns_do_not_matter():
+    bufs = read_problem(text("size,upper,note,lower,id\n64,2,hello,0,a\n"))
+    assert bufs == [Buffer("a", 0, 1, 64)]
+
+
+@pytest.mark.parametrize("csv_text,line,words", [
+    ("id,lower,size\na,0,4\n", 1, "missing column upper"),
+    ("id,lower,upper,size\na,0,2,4\nb,1,3,-8\n", 3, "negative size"),
+    ("id,lower,upper,size\na,0,2,4\nb,3,3,8\n", 3, "upper 3 <= lower 3"),
+    ("id,lower,upper,size\na,0,2,4\nb,1,3,8\na,5,6,1\n", 4, "duplicate id a"),
+    ("id,lower,upper,size\na,zero,2,4\n", 2, "lower 'zero' is not an integer"),
+    ("id,lower,upper,size\na,0,2\n", 2, "3 fields"),
+    ("", 1, "empty file"),
+])
+def test_bad_problem_csv_names_the_line(csv_text, line, words):
+    with pytest.raises(CSVError) as e:
+        read_problem(text(csv_text))
+    assert e.value.line == line
+    assert f"line {line}" in str(e.value) and words in str(e.value)
+    assert isinstance(e.value, PlanError) and isinstance(e.value, MinigraphError)
+
+
+def test_plan_csv_with_an_overlap_names_both_lines():
+    plan = ("id,lower,upper,size,offset\n"
+            "a,0,4,100,0\n"
+            "b,0,2,50,100\n"
+            "c,3,6,80,60\n")         # c [3,5] at [60,140) meets a [0,3] at [0,100) at step 3
+    with pytest.raises(CSVError) as e:
+        read_plan(text(plan))
+    msg = str(e.value)
+    assert "a (line 2)" in msg and "c (line 4)" in msg and "step 3" in msg
+    assert e.value.line == 4
+
+
+def test_plan_csv_missing_offset_or_negative_offset():
+    with pytest.raises(CSVError, match="missing column offset"):
+        read_plan(text("id,lower,upper,size\na,0,1,4\n"))
+    with pytest.raises(CSVError, match="line 2.*negative offset"):
+        read_plan(text("id,lower,upper,size,offset\na,0,1,4,-4\n"))
+
+
+def test_first_overlap_agrees_with_the_validator():
+    bufs = hard_instance(60, 4096, 40, seed=3)
+    aligned, placed = plan_buffers(bufs, "bestfit", 1)
+    assert first_overlap(aligned, placed.offsets) is None
+    bad = dict(placed.offsets)
+    a, b = next((x, y) for x in aligned for y in aligned
+                if x.id != y.id and x.overlaps_in_time(y))
+    bad[b.id] = bad[a.id]
+    assert first_overlap(aligned, bad) is not None
+    with pytest.raises(PlanError):
+        validate_offsets(aligned, bad)
+
+
+# --- the `minigraph plan` subcommand -------------------------------------------------------
+
+def cli(*argv: str) -> int:
+    return run(add_arguments(argparse.ArgumentParser()).parse_args(list(argv)))
+
+
+def test_cli_plans_a_csv_and_prints_the_numbers(tmp_path, capsys):
+    path = tmp_path / "seed.csv"
+    write_problem(path, ge_seed_example())
+    assert cli(str(path), "--planner", "ge") == 0
+    out = capsys.readouterr().out
+    assert "buffers             5" in out
+    assert "theoretical minimum 4608 B" in out and "arena               4608 B" in out
+    assert "ratio               1.0000" in out and "time" in out
+    assert cli(str(path), "--planner", "ge-max") == 0
+    assert "arena               6656 B" in capsys.readouterr().out
+
+
+def test_cli_writes_a_plan_that_check_accepts(tmp_path, capsys):
+    problem, plan = tmp_path / "p.csv", tmp_path / "plan.csv"
+    write_problem(problem, hard_instance(30, 4096, 30, seed=0))
+    assert cli(str(problem), "--planner", "ilp", "--time-limit", "10", "-o", str(plan)) == 0
+    out = capsys.readouterr().out
+    assert "arena               4096 B" in out and "optimal" in out
+    assert cli("--check", str(plan)) == 0
+    assert "valid plan" in capsys.readouterr().out
+
+
+def test_cli_alignment_rounds_sizes(tmp_path, capsys):
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper,size\na,0,2,100\nb,1,3,600\n")
+    assert cli(str(path), "--planner", "greedy-size", "--alignment", "512") == 0
+    assert "arena               1536 B" in capsys.readouterr().out
+
+
+def test_cli_check_rejects_an_overlapping_plan(tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    path.write_text("id,lower,upper,size,offset\na,0,4,100,0\nb,2,3,10,50\n")
+    assert cli("--check", str(path)) == 1
+    err = capsys.readouterr().err
+    assert "line 3" in err and "overlap" in err
+
+
+def test_cli_reports_bad_input_and_bad_usage(tmp_path, capsys):
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper,size\na,0,2,-1\n")
+    assert cli(str(path)) == 1
+    assert "negative size" in capsys.readouterr().err
+    assert cli() == 1
+    assert "exactly one of" in capsys.readouterr().err
+    write_problem(path, ge_seed_example())
+    assert cli(str(path), "--planner", "no-such-planner") == 1
+    assert "unknown planner" in capsys.readouterr().err
+
+
+def test_cli_plans_a_zoo_model(capsys):
+    models = pytest.importorskip("minigraph.models")
+    name = "mlp" if "mlp" in getattr(models, "MODELS", {"mlp": 0}) else None
+    if name is None:
+        pytest.skip("no mlp in the zoo")
+    assert cli("--model", name, "--batch", "8", "--planner", "ge", "--order", "best") == 0
+    out = capsys.readouterr().out
+    assert "theoretical minimum" in out and "ratio" in out

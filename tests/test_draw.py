@@ -1,0 +1,153 @@
+"""The drawing: distinct styles per node role and tensor kind, labels from the graph, and a
+notebook display that falls back to DOT text (never a traceback) without `dot`."""
+
+from __future__ import annotations
+
+import re
+
+import graphviz
+import pytest
+
+import minigraph as mg
+from minigraph.graph import Graph
+from minigraph.viz import draw as draw_module
+
+
+def step_graph() -> Graph:
+    with mg.name_scope():
+        x = mg.input("x", (8, 5))
+        W = mg.param("W", (5, 3))
+        h = x @ W
+        loss = mg.mean(mg.tanh(h) + mg.sigmoid(h))
+        return mg.training_graph(loss, [W], lr=0.1)
+
+
+def _line(source: str, label: str) -> str:
+    """The DOT statement of the node with exactly this label (as the DOT source quotes it)."""
+    for ln in source.splitlines():
+        if f"label={label} " in ln or f'label="{label}"' in ln:
+            return ln
+    raise AssertionError(f"no statement labelled {label!r}")
+
+
+def test_draw_returns_a_digraph_with_a_node_per_op_and_tensor() -> None:
+    g = step_graph()
+    d = mg.draw(g)
+    assert isinstance(d, graphviz.Digraph)
+    src = d.source
+    for k in range(len(g)):
+        assert f"\tn{k} [" in src
+    for k in range(len(g.tensors)):
+        assert f"\tt{k} [" in src
+
+
+def test_roles_are_visibly_different() -> None:
+    g = step_graph()
+    src = mg.draw(g).source
+    fills = {}
+    for role, label in (("forward", "tanh"), ("backward", "tanh_grad"),
+                        ("update", "sgd_update\\nW_new")):
+        line = _line(src, label)
+        fills[role] = re.search(r'fillcolor="([^"]+)"', line).group(1)
+        assert fills[role] == draw_module.NODE_STYLE[role][1]
+    assert len(set(fills.values())) == 3
+    assert "shape=hexagon" in _line(src, "sgd_update\\nW_new")
+    assert "shape=box" in _line(src, "tanh")
+
+
+def test_leaves_are_styled_by_kind_and_labelled_with_shape_and_bytes() -> None:
+    g = step_graph()
+    src = mg.draw(g).source
+    assert "shape=invtrapezium" in _line(src, "x\\n[8, 5] float32\\n160 B")
+    assert "shape=cylinder" in _line(src, "W\\n[5, 3] float32\\n60 B")
+    assert "shape=note" in _line(src, "d_mean_0\\n[] float32\\n4 B")
+    # an activation tensor and a gradient tensor: ellipses outlined in their role's colour
+    act = _line(src, "tanh_0\\n[8, 3] float32\\n96 B")
+    grad = next(ln for ln in src.splitlines() if 'label="add_n_0\\n[8, 3]' in ln)
+    assert draw_module.TENSOR_STYLE["activation"][2] in act
+    assert draw_module.TENSOR_STYLE["gradient"][2] in grad
+    assert "peripheries=2" in next(ln for ln in src.splitlines() if 'label="W_new\\n' in ln)
+
+
+def test_legend_shows_each_style_used() -> None:
+    src = mg.draw(step_graph()).source
+    assert "cluster_legend" in src
+    for text in ("forward node", "backward node", "update node", "input", "parameter",
+                 "constant", "activation", "gradient", "updated parameter"):
+        assert "legend" in _line(src, text)
+
+
+def test_control_dependencies_are_dashed_edges() -> None:
+    src = mg.draw(step_graph()).source
+    assert "style=dashed" in src
+
+
+def test_without_tensors_edges_carry_tensor_names_and_shapes() -> None:
+    g = step_graph()
+    src = mg.draw(g, show_tensors=False).source
+    assert 'label="tanh_0\\n[8, 3]"' in src
+    assert "tanh_0\\n[8, 3] float32" not in src          # no tensor nodes for activations
+    assert "shape=cylinder" in _line(src, "W\\n[5, 3] float32\\n60 B")   # leaves stay
+
+
+def test_max_nodes_draws_a_prefix_and_says_how_many_are_left_out() -> None:
+    g = step_graph()
+    src = mg.draw(g, max_nodes=3).source
+    assert f"{len(g) - 3} more nodes not drawn" in src
+    assert "\tn3 [" not in src
+
+
+def test_plan_offsets_appear_in_tensor_labels() -> None:
+    g = step_graph()
+    rep = mg.plan_memory(g, sharing="refcount")
+    src = mg.draw(g, plan=rep).source
+    name, off = next(iter(rep.plan.offsets.items()))
+    assert f"@ {off}" in src
+
+
+# --- rendering in a notebook -----------------------------------------------------------------
+
+def test_mimebundle_is_svg_when_dot_is_installed() -> None:
+    pytest.importorskip("graphviz")
+    import shutil
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz's dot is not installed here")
+    bundle = step_graph()._repr_mimebundle_()
+    assert "image/svg+xml" in bundle and "<svg" in bundle["image/svg+xml"]
+
+
+def test_missing_dot_gives_dot_source_and_an_install_hint(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "")          # no `dot` on the PATH: ExecutableNotFound
+    bundle = step_graph()._repr_mimebundle_()
+    assert set(bundle) == {"text/plain"}
+    text = bundle["text/plain"]
+    assert "apt-get install graphviz" in text and "conda install graphviz" in text
+    assert "digraph training {" in text
+
+
+def test_a_failing_renderer_also_falls_back(monkeypatch) -> None:
+    def boom(self, *a, **kw):
+        raise graphviz.ExecutableNotFound(["dot"])
+    monkeypatch.setattr(graphviz.Digraph, "pipe", boom)
+    bundle = mg.draw(step_graph())._repr_mimebundle_()
+    assert "apt-get install graphviz" in bundle["text/plain"]
+
+    def crash(self, *a, **kw):
+        raise RuntimeError("dot crashed")
+    monkeypatch.setattr(graphviz.Digraph, "pipe", crash)
+    bundle = mg.draw(step_graph())._repr_mimebundle_()
+    assert "dot crashed" in bundle["text/plain"] and "digraph" in bundle["text/plain"]
+
+
+def test_without_the_graphviz_package_the_source_is_still_shown(monkeypatch) -> None:
+    monkeypatch.setattr(draw_module, "graphviz", None)
+    d = mg.draw(step_graph())
+    assert isinstance(d, draw_module.DotSource)
+    assert d.source.startswith('digraph "training" {')
+    assert "cluster_legend" in d.source
+    assert "pip install graphviz" in d._repr_mimebundle_()["text/plain"]
+
+
+def test_viz_package_imports_submodules_lazily() -> None:
+    import minigraph.viz as viz
+    assert viz.draw is draw_module

@@ -1,0 +1,199 @@
+"""In-place: when an output may take its input's bytes (seed 004 and seed 000, 5.2).
+
+One test per clause of the rule in minigraph/memory/inplace.py, then the seeds' figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from graphgen import bytes_equal
+
+import minigraph as mg
+from minigraph import examples
+from minigraph.examples import named
+from minigraph.memory import inplace_pairs, validate_offsets
+
+ONE = mg.MemoryOptions(inplace=True, sharing="refcount", alignment=1)
+
+
+def pairs_of(graph: mg.Graph) -> list[tuple[str, str]]:
+    return inplace_pairs(graph, mg.liveness(graph, alignment=1))
+
+
+def same_run(graph: mg.Graph, report: mg.MemoryReport) -> bool:
+    feeds = examples.feeds(graph)
+    return bytes_equal(mg.Executor(graph).run(feeds), mg.Executor(graph, report.plan).run(feeds))
+
+
+# --- seed 004: the sigmoid chain ------------------------------------------------------------
+
+def test_sigmoid_chain_needs_one_buffer_in_place():
+    g = examples.sigmoid_chain(3, shape=(4, 8))          # B, C, D: 128 bytes each
+    report = mg.plan_memory(g, ONE)
+    assert report.plan.inplace == [("B", "C"), ("C", "D")]
+    assert report.no_reuse_bytes == 3 * 128
+    assert report.arena_bytes == 128                     # one buffer
+    assert {report.plan.offsets[t] for t in "BCD"} == {0}
+    assert same_run(g, report)
+
+
+def test_sigmoid_chain_of_any_length_needs_one_buffer():
+    for n, align in ((1, 1), (10, 1), (10, 512)):
+        report = mg.plan_memory(examples.sigmoid_chain(n), ONE.replace(alignment=align))
+        assert report.arena_bytes == max(128, align)
+
+
+def test_sigmoid_chain_without_in_place_needs_two_buffers():
+    # B [0,1], C [1,2], D [2,3]: B and D may share, C overlaps both.
+    report = mg.plan_memory(examples.sigmoid_chain(3), ONE.replace(inplace=False))
+    assert report.arena_bytes == 256
+    assert report.plan.offsets["B"] == report.plan.offsets["D"] != report.plan.offsets["C"]
+
+
+# --- the clauses of the rule -----------------------------------------------------------------
+
+def test_inplace_refused_when_input_has_a_later_reader():
+    # Seed 004's counter-example: B is read by C = sigmoid(B) and, later, by F.
+    g = examples.inplace_counterexample()
+    pairs = pairs_of(g)
+    assert ("B", "C") not in pairs
+    assert ("B", "F") in pairs          # F is B's last reader: F may take B's bytes
+    report = mg.plan_memory(g, ONE)
+    assert report.plan.offsets["C"] != report.plan.offsets["B"]
+    assert same_run(g, report)
+
+
+def test_inplace_allowed_when_every_other_reader_ran_before():
+    g = examples.inplace_counterexample(f_first=True)   # F runs before C
+    assert ("B", "C") in pairs_of(g)
+
+
+def test_inplace_refused_when_input_is_a_graph_input():
+    assert ("A", "B") not in pairs_of(examples.sigmoid_chain())
+
+
+def test_inplace_refused_when_input_is_a_parameter():
+    with mg.name_scope():
+        w = mg.param("W", (4, 4))
+        g = mg.Graph([mg.sum(named(mg.relu(w), "r"))])
+    assert pairs_of(g) == []
+
+
+def test_inplace_refused_when_input_is_a_constant():
+    with mg.name_scope():
+        c = mg.constant(np.ones((4, 4), np.float32), name="c")
+        g = mg.Graph([mg.sum(named(mg.relu(c), "r"))])
+    assert pairs_of(g) == []
+
+
+def test_inplace_refused_when_input_is_a_graph_output():
+    with mg.name_scope():
+        x = mg.input("x", (4, 4))
+        a = named(mg.relu(x), "a")
+        b = named(mg.sigmoid(a), "b")
+        g = mg.Graph([a, mg.sum(b)])       # a is requested: its bytes must survive
+    assert ("a", "b") not in pairs_of(g)
+
+
+def test_inplace_refused_when_output_is_a_graph_output():
+    with mg.name_scope():
+        x = mg.input("x", (4, 4))
+        a = named(mg.relu(x), "a")
+        b = named(mg.sigmoid(a), "b")
+        g = mg.Graph([b])                  # b has its own (unplanned) buffer
+    assert pairs_of(g) == []
+
+
+def test_inplace_refused_when_sizes_differ():
+    with mg.name_scope():
+        row = named(mg.relu(mg.input("r", (1, 8))), "row")      # 32 bytes
+        full = named(mg.tanh(mg.input("f", (4, 8))), "full")     # 128 bytes
+        s = named(mg.add(row, full), "s")                        # [4, 8]: 128 bytes
+        g = mg.Graph([mg.sum(s)])
+    pairs = pairs_of(g)
+    assert ("row", "s") not in pairs        # a broadcast operand is smaller
+    assert ("full", "s") in pairs           # add declares both operands; this one fits
+
+
+def test_inplace_refused_when_the_op_is_not_inplace_capable():
+    with mg.name_scope():
+        a = named(mg.relu(mg.input("x", (4, 4))), "a")
+        b = named(mg.matmul(a, mg.param("W", (4, 4))), "b")     # same size, but matmul
+        g = mg.Graph([mg.sum(b)])
+    assert ("a", "b") not in pairs_of(g)
+
+
+def test_inplace_refused_when_input_is_read_twice_by_the_op():
+    # add_n(a, a, a) adds its first two operands into the output, then reads the third:
+    # had the output taken a's bytes, it would read 2a there (this was a real bug).
+    with mg.name_scope():
+        a = named(mg.tanh(mg.input("x", (2, 3))), "a")
+        s = named(mg.add_n(a, a, a), "s")
+        g = mg.Graph([mg.sum(s)])
+    assert ("a", "s") not in pairs_of(g)
+    assert same_run(g, mg.plan_memory(g, ONE))
+
+
+def test_gradient_of_x_plus_x_plus_x_is_right_with_in_place():
+    # autodiff turns h + h + h into add_n(g, g, g) in the backward pass
+    with mg.name_scope():
+        x = mg.input("x", (2, 3))
+        w = mg.param("W", (2, 3))
+        h = mg.tanh(x * w)
+        g = mg.training_graph(mg.sum(h + h + h), [w], lr=1.0)
+    assert any(n.op == "add_n" and len(set(n.inputs)) < len(n.inputs) for n in g.nodes)
+    assert same_run(g, mg.plan_memory(g, ONE))
+
+
+def test_each_input_hands_its_bytes_to_one_output_and_each_output_takes_one():
+    with mg.name_scope():
+        a = named(mg.relu(mg.input("x", (4, 4))), "a")
+        b = named(mg.tanh(mg.input("y", (4, 4))), "b")
+        c = named(mg.mul(a, b), "c")             # both a and b end here, both fit
+        g = mg.Graph([mg.sum(c)])
+    pairs = [p for p in pairs_of(g) if p[1] == "c"]
+    assert pairs == [("a", "c")]
+
+
+def test_reshape_goes_in_place():
+    with mg.name_scope():
+        a = named(mg.relu(mg.input("x", (4, 6))), "a")
+        r = named(mg.reshape(a, (24,)), "r")
+        g = mg.Graph([mg.sum(mg.tanh(r))])
+    assert ("a", "r") in pairs_of(g)
+    assert same_run(g, mg.plan_memory(g, ONE))
+
+
+def test_handover_must_happen_at_one_step_at_one_offset():
+    g = examples.sigmoid_chain(3)
+    plan = mg.plan_memory(g, ONE).plan
+    bufs = plan.buffers()
+    validate_offsets(bufs, plan.offsets, plan.arena_bytes, 1, plan.inplace)
+    with pytest.raises(mg.PlanError, match="not a hand-over"):
+        validate_offsets(bufs, plan.offsets, None, 1, [("B", "D")])   # B ends before D
+    with pytest.raises(mg.PlanError, match="overlap"):
+        validate_offsets(bufs, plan.offsets, None, 1, [])   # no hand-overs declared
+
+
+# --- seed 004: the two-layer perceptron ----------------------------------------------------
+
+def test_seed004_mlp_act1_dfc1_dfc2_go_in_place():
+    g, n = examples.two_layer_mlp()               # batch 64, 784 -> 128 -> 10
+    pairs = set(mg.plan_memory(g, ONE).plan.inplace)
+    assert (n["fc1"], n["act1"]) in pairs          # act1 = relu(fc1)
+    assert (n["d(act1)"], n["d(fc1)"]) in pairs    # d(fc1) = relu_grad(d(act1), act1)
+    assert (n["fc2"], n["d(fc2)"]) in pairs        # the loss gradient overwrites fc2
+
+
+def test_seed004_mlp_exact_bytes():
+    g, n = examples.two_layer_mlp()
+    fc, logits, dw1, dw2 = 64 * 128 * 4, 64 * 10 * 4, 784 * 128 * 4, 128 * 10 * 4
+    none = mg.plan_memory(g, ONE.replace(inplace=False, sharing="none"))
+    assert none.arena_bytes == none.no_reuse_bytes == 4 * fc + 2 * logits + dw1 + dw2 == 542_720
+    both = mg.plan_memory(g, ONE)
+    # one block for fc1/act1 then d(W1); fc2/d(fc2); d(act1)/d(fc1); d(W2)
+    assert both.arena_bytes == dw1 + logits + fc + dw2 == 441_856
+    # at d(W1)'s step d(fc1), d(W1) and d(W2) are alive: nothing can do better
+    assert both.theoretical_minimum == fc + dw1 + dw2 == 439_296
+    assert same_run(g, both)
