@@ -7,7 +7,7 @@ Every heuristic planner (the search planners "anneal" and "ilp" run for whatever
 they are given, so they are left out) on two families, each as a markdown table of CPU
 seconds (`time.process_time`, so other processes on the machine do not count):
 
-- random: `random_buffers(n)`, about 15 buffers alive at any step whatever n is;
+- random: `random_buffers(n)`, about 30 buffers alive at any step whatever n is;
 - hard: `hard_instance(n)`, guillotine tilings with n / 10 steps, where about sqrt(n)
   buffers are alive at a step, so even an n log n planner does more work per buffer.
 

@@ -66,3 +66,9 @@ def draw(graph, **kw):
     """A graphviz drawing of the graph (see minigraph.viz.draw)."""
     from .viz.draw import draw as _draw
     return _draw(graph, **kw)
+
+
+def memory_widget(graph_or_model=None, **kw):
+    """The memory-saved widget (ipywidgets; see minigraph.viz.widget)."""
+    from .viz.widget import memory_widget as _mw
+    return _mw(graph_or_model, **kw)

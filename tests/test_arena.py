@@ -10,7 +10,7 @@ from graphgen import bytes_equal
 import minigraph as mg
 from minigraph import examples
 from minigraph.memory import validate_offsets
-from minigraph.ops.registry import defop
+from minigraph.ops.registry import OPS, defop
 
 REFCOUNT = mg.MemoryOptions(inplace=True, sharing="refcount")
 
@@ -140,12 +140,15 @@ def test_undeclared_kernel_temporaries_are_reported_by_node():
         ctx.xp.add(t, 1.0, out=outs[0])
 
     defop("test_hidden_temporary", infer=lambda a, x: [(x.shape, x.dtype)], forward=hidden)
-    with mg.name_scope():
-        x = mg.input("x", (256, 256))
-        y = mg.ops.apply1("test_hidden_temporary", [mg.relu(x)], name="hid")
-        g = mg.Graph([mg.sum(y)])
-    ex = mg.Executor(g, mg.plan_memory(g, REFCOUNT).plan, device="cpu")
-    ex.run(examples.feeds(g), measure=True)
+    try:                                  # registered for this test only
+        with mg.name_scope():
+            x = mg.input("x", (256, 256))
+            y = mg.ops.apply1("test_hidden_temporary", [mg.relu(x)], name="hid")
+            g = mg.Graph([mg.sum(y)])
+        ex = mg.Executor(g, mg.plan_memory(g, REFCOUNT).plan, device="cpu")
+        ex.run(examples.feeds(g), measure=True)
+    finally:
+        OPS.pop("test_hidden_temporary")
     s = ex.last_stats
     assert s.undeclared["hid"] >= 256 * 256 * 4
     assert max(v for k, v in s.undeclared.items() if k != "hid") < 4096

@@ -197,3 +197,6 @@ def test_seed004_mlp_exact_bytes():
     # at d(W1)'s step d(fc1), d(W1) and d(W2) are alive: nothing can do better
     assert both.theoretical_minimum == fc + dw1 + dw2 == 439_296
     assert same_run(g, both)
+    # every size here is a multiple of 512 bytes: GE's alignment changes nothing
+    aligned = mg.plan_memory(g, ONE.replace(alignment=512))
+    assert (aligned.arena_bytes, aligned.no_reuse_bytes) == (441_856, 542_720)

@@ -12,6 +12,7 @@ model cases, and a file `seed` holding an integer for extra generated cases (or
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import random
@@ -232,10 +233,16 @@ def _own(name: str, g: Graph) -> PublicGraph:
     return PublicGraph(name, g, lambda: default_feeds(g))
 
 
+@functools.cache
+def _public_graphs() -> tuple[PublicGraph, ...]:
+    return (_own("mlp", mlp_graph()), _own("residual", residual_graph()),
+            _own("chain", chain_graph()), *_model_graphs())
+
+
 def public_graphs() -> list[PublicGraph]:
-    """The fixed, public graphs every assignment-1 and -2 grading starts with."""
-    return [_own("mlp", mlp_graph()), _own("residual", residual_graph()),
-            _own("chain", chain_graph()), *_model_graphs()]
+    """The fixed, public graphs every assignment-1 and -2 grading starts with (built once
+    per process: graphs are immutable, and the graders cache results per graph)."""
+    return list(_public_graphs())
 
 
 def liveness_cases(seed: int = 0, generated: int = 24) -> list[GraphCase]:

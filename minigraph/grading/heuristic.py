@@ -17,6 +17,7 @@ overhead / yours) - matching DTR's own heuristic gets full marks.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import traceback
@@ -234,16 +235,29 @@ def heuristic_cases(models: Sequence[tuple[str, str, dict]] = MODELS,
     """The DTR paper's linear chain (unit costs), then each model at each budget."""
     cases = []
     if chain:
-        from ..runtime.dtr.examples import feeds_for, linear_chain
-        g = linear_chain(24)
+        from ..runtime.dtr.examples import feeds_for
+        g = _chain()
         cases += [HeuristicCase(f"chain24/{int(r * 100)}%", g, r, lambda g=g: feeds_for(g),
                                 alignment=1, costs="unit") for r in ratios]
     for label, name, kw in models:
-        from ..models import get_model
-        m = get_model(name, **kw)
+        m = _model(name, tuple(sorted(kw.items())))
         cases += [HeuristicCase(f"{label}/{int(r * 100)}%", m.graph, r,
                                 lambda m=m: m.feeds(0)) for r in ratios]
     return cases
+
+
+@functools.cache
+def _chain() -> Graph:
+    from ..runtime.dtr.examples import linear_chain
+    return linear_chain(24)
+
+
+@functools.cache
+def _model(name: str, kw: tuple) -> Any:
+    """A zoo model, built once per process (graphs are immutable; results are cached
+    per graph)."""
+    from ..models import get_model
+    return get_model(name, **dict(kw))
 
 
 def private_heuristic_cases(private: Any = None) -> list[HeuristicCase]:
@@ -266,12 +280,14 @@ def private_heuristic_cases(private: Any = None) -> list[HeuristicCase]:
 
 
 _reference_cache: dict[tuple, Any] = {}
+_keep_alive: dict[int, Graph] = {}
 
 
 def baseline(name: str, case: HeuristicCase) -> float | None:
     """Compute overhead of a library heuristic on the case (simulated: the same decisions
     as a real run), or None when it thrashes or gets stuck; cached."""
     key = (name, id(case.graph), case.ratio, case.alignment, case.costs)
+    _keep_alive[id(case.graph)] = case.graph   # so that no other graph reuses its id
     if key not in _reference_cache:
         from ..runtime.dtr import simulate
         from ..runtime.dtr.program import as_program
@@ -288,6 +304,7 @@ def baseline(name: str, case: HeuristicCase) -> float | None:
 
 def reference_digests(case: HeuristicCase) -> dict[str, str]:
     key = ("plain", id(case.graph))
+    _keep_alive[id(case.graph)] = case.graph
     if key not in _reference_cache:
         from ..runtime.executor import Executor
         _reference_cache[key] = _digests(Executor(case.graph, device="cpu").run(case.feeds()))

@@ -77,8 +77,9 @@ def _check(args: argparse.Namespace) -> int:
 
 def _plan_csv(args: argparse.Namespace) -> int:
     from .csvio import read_problem, write_plan
-    from .planners import plan_buffers
+    from .planners import get_planner, plan_buffers
     buffers = read_problem(args.file)
+    get_planner(args.planner)          # load the planners (and fail early) before timing
     t0 = time.perf_counter()
     aligned, placement = plan_buffers(buffers, args.planner, args.alignment or 1,
                                       **_planner_args(args))

@@ -83,7 +83,7 @@ def random_buffers(n: int, seed: int = 0, steps: int | None = None, max_life: in
                    min_size: int = 256, max_size: int = 4 << 20) -> list[Buffer]:
     """n buffers with log-uniform lifetimes (1..max_life steps) and log-uniform sizes
     (multiples of 256 B between min_size and max_size), starting uniformly over `steps`
-    (default n // 2, so about 15 buffers are alive at a step whatever n is)."""
+    (default n // 2, so about 30 buffers are alive at a step whatever n is)."""
     rng = random.Random(seed)
     steps = steps if steps is not None else max(n // 2, 8)
     out = []

@@ -30,7 +30,6 @@ def program_order(graph: Graph) -> list[str]:
 
 def schedule(graph: Graph, order: str = "program") -> list[str]:
     """The node names of `graph` in the named order."""
-    _load_all()
     try:
         fn = ORDERS[order]
     except KeyError:
@@ -40,9 +39,6 @@ def schedule(graph: Graph, order: str = "program") -> list[str]:
 
 
 def _load_all() -> None:
+    """Make sure every order module has registered itself (minigraph.memory imports them)."""
     import importlib
-    try:
-        importlib.import_module(f"{__package__}.topo")   # bfs, dfs, rdfs, ge, memory, best
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.topo":
-            raise
+    importlib.import_module(f"{__package__}.topo")

@@ -242,7 +242,8 @@ BEST_OF = ("program", "dfs", "rdfs", "bfs", "ge", "memory")
 @register_order("best")
 def best_order(graph: Graph) -> list[str]:
     """Run every order in `BEST_OF` and keep the one with the lowest theoretical
-    minimum (the first of them on ties)."""
+    minimum, in exact bytes (alignment 1: an order sees no MemoryOptions); the first of
+    them on ties."""
     best, best_min = None, None
     for name in BEST_OF:
         sched = ORDERS[name](graph)

@@ -7,11 +7,17 @@ The plots read plans and reports; they never plan. Three pictures:
   theoretical minimum as lines.
 - `plot_layout`: every planned tensor as a rectangle, x = its life, y = its offset in the
   arena: the 2D strip-packing picture of seed 002 (Chainer-Opt's figure 1).
+  `plot_placement(buffers, offsets)` draws the same picture for a bare buffer problem
+  (the seeds' worked examples, DSA instances).
 - `plot_comparison`: bytes per technique, the saving written on each bar.
 
 `compare_techniques(graph)` makes the comparison's rows: one per planner of the
-`PLANNERS` registry (so a new planner is one more bar), plus the reference points.
-Static PNG/SVG output, so the pictures survive on GitHub and nbviewer.
+`PLANNERS` registry (so a new planner is one more bar), plus the reference points;
+`dtr_row` and `dtr_sweep` / `plot_dtr_sweep` add the dynamic technique (DTR) when
+`minigraph.runtime.dtr` is there. The numbers behind each picture are plain data too
+(`timeline`, `layout_rects`), which is what the tests check. Figures are
+`matplotlib.figure.Figure`s (no pyplot state), saved as PNG or SVG, so they show on GitHub
+and nbviewer.
 """
 
 from __future__ import annotations

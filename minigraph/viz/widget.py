@@ -55,8 +55,9 @@ def _models() -> Mapping[str, Callable[..., Any]]:
 
 @dataclass(frozen=True)
 class WidgetState:
-    """The value of every control. `dtr_budget` is a fraction of the no-reuse bytes;
-    `slow` also compares the planners of `plots.SLOW_PLANNERS` (ILP, annealing)."""
+    """The value of every control. `dtr_budget` is a fraction of DTR's no-rematerialisation
+    peak; `slow` also compares the planners of `plots.SLOW_PLANNERS` (ILP, annealing);
+    `time_limit` (seconds) bounds the ILP."""
     model: str = CUSTOM
     batch: int = 8
     order: str = "program"
@@ -306,9 +307,11 @@ class MemoryWidget(w.VBox if w is not None else object):
         self.headline_html = w.HTML(layout=w.Layout(margin="4px 0px"))
         self.headline_html.add_class("mg-headline")
         self.progress = w.IntProgress(value=0, min=0, max=1, description="",
-                                      layout=w.Layout(width="420px", visibility="hidden"))
-        self.progress_label = w.Label("")
-        self.progress.add_class("mg-progress")
+                                      layout=w.Layout(width="420px"))
+        self.progress_label = w.HTML("")
+        self.progress_box = w.HBox([self.progress, self.progress_label],
+                                   layout=w.Layout(visibility="hidden"))
+        self.progress_box.add_class("mg-progress")
         self.images = {k: w.Image(format="png", layout=w.Layout(max_width="100%"))
                        for k in ("timeline", "layout", "comparison", "dtr")}
         for k, img in self.images.items():
@@ -320,7 +323,7 @@ class MemoryWidget(w.VBox if w is not None else object):
             w.HBox([c["inplace"], c["slow"], c["dtr"], c["dtr_budget"]]),
         ])
         super().__init__([rows, self.headline_html,
-                          w.HBox([self.progress, self.progress_label]), self.message,
+                          self.progress_box, self.message,
                           self.images["timeline"], self.images["layout"],
                           self.images["comparison"], self.images["dtr"]])
         self.add_class("mg-memory-widget")
@@ -357,7 +360,7 @@ class MemoryWidget(w.VBox if w is not None else object):
     def _progress(self, i: int, n: int, label: str) -> None:
         self.progress.max = max(n, 1)
         self.progress.value = i
-        self.progress_label.value = "" if i >= n else f"planning: {label}"
+        self.progress_label.value = "" if i >= n else f"planning: {_html_escape(label)}"
 
     def refresh(self) -> None:
         """Re-plan for the current controls and redraw everything."""
@@ -366,17 +369,14 @@ class MemoryWidget(w.VBox if w is not None else object):
         self.controls["dtr_budget"].disabled = not (st.dtr and plots.dtr_available())
         slow = st.slow or st.sharing in plots.SLOW_PLANNERS or st.dtr
         if slow:
-            self.progress.layout.visibility = "visible"
+            self.progress_box.layout.visibility = "visible"
         try:
             result = self.explorer.compute(st, self._progress)
         except Exception as e:        # show it where the student is looking
             self.message.value = (f"<span style='color:#b00'>{type(e).__name__}: "
                                   f"{_html_escape(str(e))}</span>")
-            self.progress.layout.visibility = "hidden"
-            self.progress_label.value = ""
+            self.progress_box.layout.visibility = "hidden"
             return
-        finally:
-            pass
         self.result = result
         self.message.value = "<br>".join(_html_escape(m) for m in result.messages)
         figs = MemoryExplorer.figures(result)
@@ -384,7 +384,7 @@ class MemoryWidget(w.VBox if w is not None else object):
             if k in figs:
                 img.value = figure_bytes(figs[k])
             img.layout.display = None if k in figs else "none"
-        self.progress.layout.visibility = "hidden"
+        self.progress_box.layout.visibility = "hidden"
         self.progress_label.value = ""
         # Last, so that a changed headline means everything above is redrawn.
         self.headline_html.value = f"<b>{_html_escape(result.headline)}</b>"

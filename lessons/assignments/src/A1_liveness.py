@@ -64,7 +64,7 @@ g = mlp_graph()
 schedule = [n.name for n in g.nodes]
 for step, name in enumerate(schedule):
     node = g.node(name)
-    print(f"step {step:2}: {', '.join(node.outputs):12} = {node.op}({', '.join(node.inputs)})")
+    print(f"step {step:2}: {', '.join(node.outputs):14} = {node.op}({', '.join(node.inputs)})")
 print("graph outputs:", g.outputs)
 for name in ["x", "W1", "relu_0", "mean_0", "W1_new"]:
     t = g.tensors[name]

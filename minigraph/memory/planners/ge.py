@@ -152,7 +152,10 @@ def plan_ge(buffers: Sequence[Buffer], alignment: int = GE_ALIGN, holes: bool = 
     A block's lifetime is the steps at which one of its tensors is alive. With
     `holes=False` it is the hull, first start to last end, as the seed draws it (figure
     6); on the seed's example both are the same, but a block reused across a long
-    stretch would otherwise block every step between its tensors.
+    stretch would otherwise block every step between its tensors. Either way level 1 ties
+    same-size tensors far apart in time to one offset, which level 2 must then find free
+    at all of their steps: on long random problems that costs more than it saves (see
+    benchmarks/plan_scaling.py, against greedy-size, which is level 2 alone).
     """
     blocks = [bl for bl in reuse_blocks(buffers, lambda b: b.size) if bl[0].size]
     spans = [[(b.start, b.end) for b in bl] if holes else

@@ -12,7 +12,8 @@ Two heuristics, both placing boxes at offsets directly (no "blocks"):
 
 Both need "what is placed in the way of [start, end]?" many times. `TimeIndex` answers in
 time that grows with the answer, not with the number of buffers placed (see its
-docstring), so a 20,000-buffer problem plans in about a second.
+docstring): 20,000 buffers with ~30 alive per step plan in about 0.3 s of CPU, and the
+time grows as n log n while the number alive per step stays bounded.
 """
 
 from __future__ import annotations

@@ -73,9 +73,10 @@ def random_training_graph(seed: int, n_ops: int = 12, width: int = 8, batch: int
         for w in params:                # every parameter takes part
             if w.name not in used:
                 pool.append(matmul(pool[-1], w))
-        tail = pool[-3:]
-        loss = mean(tail[0])
-        for t in tail[1:]:
+        read = {id(i) for t in pool[1:] for i in t.call.inputs}
+        sinks = [t for t in pool[1:] if id(t) not in read]   # the loss reads every sink
+        loss = mean(sinks[0])
+        for t in sinks[1:]:
             loss = add(loss, mean(t))
         return training_graph(loss, params, lr=0.05, name=f"random{seed}")
 

@@ -117,6 +117,7 @@ class Program:
         self.calls = sum(1 for s, _ in self.steps if s == "call")
         self._bounds: Bounds | None = None
         self.order: list[list[int]] = []
+        self.get_order: list[int] = []
 
     # The order in which an op's inputs are made resident, and the bounds ----------------
     def bounds(self) -> Bounds:
@@ -153,8 +154,19 @@ class Program:
             own_pinned = sum(size[t] for t in ins + outs if not self.replayable[t])
             lower = max(lower, fp + pinned_total - own_pinned)
             safe = max(safe, need + pinned_total - own_pinned)
-        gets = sum(size[t] for s, t in self.steps if s == "get" and arena[t])
-        lower, safe = max(lower, gets), max(safe, gets)
+        # "get" steps (a trace's outputs) are made resident one after the other and stay
+        # pinned: they are fetched in the same order as an op's inputs.
+        gets = [t for s, t in self.steps if s == "get" and arena[t]]
+
+        def rg(t: int) -> int:
+            return R[self.tensors[t].producer] if self.replayable[t] else 0
+        gets.sort(key=lambda t: size[t] - rg(t))
+        self.get_order = gets
+        prefix = 0
+        for t in gets:
+            safe = max(safe, prefix + rg(t) + pinned_total)
+            prefix += size[t]
+        lower, safe = max(lower, prefix), max(safe, prefix + pinned_total)
         self._bounds = Bounds(lower, max(safe, lower), self.peak())
         return self._bounds
 

@@ -72,6 +72,7 @@ class DTRTrace:
     rematerializations: int = 0   # op re-executions
     remat_tensors: int = 0        # tensors brought back by them
     defrags: int = 0
+    moved_bytes: int = 0          # bytes copied by defragmentation
     reliefs: int = 0              # times pinned inputs of waiting frames were let go
     frag_samples: list[float] = field(default_factory=list, repr=False)
     frag_forced_evictions: int = 0
@@ -254,9 +255,11 @@ class DTRRuntime:
             elif kind == "release":
                 self._release(x)
             elif kind == "get":
-                self._get(x)
+                continue                 # fetched together at the end, in a safe order
             else:
                 raise DTRError(f"unknown program step {kind!r}")
+        for t in self.program.get_order:
+            self._get(t)
         if self.backend is not None:
             self.trace.outputs = self.backend.finish(self)
         self.trace.seconds = time.perf_counter() - t0
@@ -538,6 +541,7 @@ class DTRRuntime:
                 self.addr[owner] = new
             if self.backend is not None:
                 self.backend.move(old, new, nbytes)
+            self.trace.moved_bytes += nbytes
         self.trace.defrags += 1
 
     def _candidates(self) -> list[int]:
@@ -560,9 +564,14 @@ class DTRRuntime:
         """The victims of one eviction decision: the lowest-scoring unpinned candidate
         (from a sample when sampling; the whole set if the sample has none)."""
         h = self.heuristic
-        if h.window and self.arena.tracks_addresses:
-            return self._choose_window(need)
-        now, pins, score = self.now, self.pins, h.score
+        if h.window:
+            if self.arena.tracks_addresses:
+                return self._choose_window(need)
+            size, cost = self.size, h.score   # no addresses: a window rule's cost per byte
+            score = lambda v, now: cost(v, now) / size[v.index]   # noqa: E731
+        else:
+            score = h.score
+        now, pins = self.now, self.pins
         pool = self._candidates()
         for cands in ((pool, self._cand) if pool is not self._cand else (pool,)):
             best, best_s = -1, math.inf
