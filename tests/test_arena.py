@@ -169,19 +169,9 @@ def test_zoo_measured_peak_matches_the_plan_within_5_percent(name):
     ex.run(m.feeds(0), measure=True)
     s = ex.last_stats
     assert report.theoretical_minimum <= s.arena_bytes < report.no_reuse_bytes
-    if abs(s.measured_peak - s.expected_peak) <= 0.05 * s.expected_peak:
-        return
-    # Off by more than 5%: the executor measures each kernel; name the ones that
-    # allocate temporaries they do not declare as workspace.
-    big = {}
-    for node in m.graph.nodes:
-        extra = s.undeclared.get(node.name, 0)
-        if extra > 0.01 * s.expected_peak:
-            big[node.op] = max(big.get(node.op, 0), extra)
-    culprits = ", ".join(f"{op} ({b} B)" for op, b in sorted(big.items(), key=lambda kv: -kv[1]))
-    assert culprits, f"{name}: measured {s.measured_peak} vs expected {s.expected_peak}"
-    if s.measured_peak <= 1.05 * (s.expected_peak + max(big.values())):
-        pytest.xfail(f"{name}: measured {s.measured_peak} B vs expected {s.expected_peak} B; "
-                     f"kernels with undeclared temporaries: {culprits}")
-    pytest.fail(f"{name}: measured {s.measured_peak} vs expected {s.expected_peak} B, "
-                f"more than the undeclared temporaries explain ({culprits})")
+    # Expected: arena + inputs/parameters/outputs + the hungriest op's temporaries (its
+    # declared workspace, or what the executor measured it allocating, when larger).
+    assert abs(s.measured_peak - s.expected_peak) <= 0.05 * s.expected_peak, (
+        f"{name}: measured {s.measured_peak} B vs expected {s.expected_peak} B "
+        f"(arena {s.arena_bytes}, unplanned {s.unplanned_bytes}, op temporaries "
+        f"{s.op_temporaries})")

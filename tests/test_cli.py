@@ -97,3 +97,22 @@ def test_tour_of_resnet50_plans_without_running() -> None:
     text = buf.getvalue()
     assert res["loss"] is None and "not run" in text
     assert "25,557,032 values" in text and "theoretical minimum" in text
+
+
+def test_lab_opens_the_tour_notebook_in_jupyter_lab(monkeypatch) -> None:
+    seen = []
+    monkeypatch.setattr(cli.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(cli.subprocess, "call", lambda args: seen.append(args) or 0)
+    assert cli.main(["lab"]) == 0
+    (args,) = seen
+    assert args[:2] == ["/usr/bin/jupyter", "lab"]
+    assert args[2].endswith("lessons/00_tour.ipynb") or args[2].endswith("lessons\\00_tour.ipynb")
+
+
+def test_lab_explains_what_is_missing(monkeypatch, capsys) -> None:
+    assert cli.main(["lab", "no_such_notebook.ipynb"]) == 2
+    assert "not found" in capsys.readouterr().err
+    monkeypatch.setattr(cli.shutil, "which", lambda name: None)
+    if (ROOT / "lessons" / "00_tour.ipynb").exists():
+        assert cli.main(["lab"]) == 2
+        assert "pip install 'minigraph[lab]'" in capsys.readouterr().err

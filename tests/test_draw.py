@@ -126,17 +126,55 @@ def test_missing_dot_gives_dot_source_and_an_install_hint(monkeypatch) -> None:
 
 
 def test_a_failing_renderer_also_falls_back(monkeypatch) -> None:
-    def boom(self, *a, **kw):
-        raise graphviz.ExecutableNotFound(["dot"])
-    monkeypatch.setattr(graphviz.Digraph, "pipe", boom)
+    def missing(source, engine="dot", timeout=None):
+        raise graphviz.ExecutableNotFound([engine])
+    monkeypatch.setattr(draw_module, "render_svg", missing)
     bundle = mg.draw(step_graph())._repr_mimebundle_()
     assert "apt-get install graphviz" in bundle["text/plain"]
 
-    def crash(self, *a, **kw):
+    def crash(source, engine="dot", timeout=None):
         raise RuntimeError("dot crashed")
-    monkeypatch.setattr(graphviz.Digraph, "pipe", crash)
+    monkeypatch.setattr(draw_module, "render_svg", crash)
     bundle = mg.draw(step_graph())._repr_mimebundle_()
     assert "dot crashed" in bundle["text/plain"] and "digraph" in bundle["text/plain"]
+
+
+def test_png_requests_fall_back_too(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "")
+    bundle = mg.draw(step_graph())._repr_mimebundle_(include=["image/png"])
+    assert "apt-get install graphviz" in bundle["text/plain"]
+
+
+def test_a_slow_layout_shows_a_smaller_drawing_instead_of_hanging(monkeypatch) -> None:
+    import subprocess
+
+    from minigraph.models import lstm
+    g = lstm(T=4).graph
+    assert len(g) > draw_module.SMALLER_DRAWING
+    calls = []
+
+    def slow_for_big(source, engine="dot", timeout=None):
+        calls.append(source.count("\tn"))
+        if "more nodes not drawn" not in source:
+            raise subprocess.TimeoutExpired(["dot"], draw_module.RENDER_TIMEOUT)
+        return "<svg>smaller</svg>"
+    monkeypatch.setattr(draw_module, "render_svg", slow_for_big)
+    bundle = g._repr_mimebundle_()
+    assert bundle == {"image/svg+xml": "<svg>smaller</svg>"}
+    assert len(calls) == 2
+    # a drawing that is already small says how to draw less instead
+    def always_slow(source, engine="dot", timeout=None):
+        raise subprocess.TimeoutExpired(["dot"], draw_module.RENDER_TIMEOUT)
+    monkeypatch.setattr(draw_module, "render_svg", always_slow)
+    text = mg.draw(g, max_nodes=50)._repr_mimebundle_()["text/plain"]
+    assert "max_nodes=" in text and "show_tensors=False" in text
+
+
+def test_big_drawings_ask_dot_for_a_fast_layout() -> None:
+    from minigraph.models import lstm
+    src = mg.draw(lstm(T=4).graph).source
+    assert "splines=line" in src and "mclimit" in src
+    assert "splines=line" not in mg.draw(step_graph()).source
 
 
 def test_without_the_graphviz_package_the_source_is_still_shown(monkeypatch) -> None:

@@ -114,7 +114,7 @@ def test_every_rematerialised_tensor_equals_its_first_computation(mlp):
 
 def test_events_balance_and_include_recomputations(mlp):
     g, _, _ = mlp
-    tr = simulate(g, ratio=0.6)
+    tr = simulate(g, ratio=0.6, ratio_of="arena")
     assert tr.rematerializations > 0
     live = _events_stay_within(tr.events, tr.budget)
     assert live == {}                       # everything planned is freed by the end
@@ -172,7 +172,7 @@ def test_a_10000_op_chain_is_rematerialised_without_recursion():
 
 def test_stateful_updates_are_never_replayed_and_params_never_evicted(mlp):
     g, feeds, ref = mlp
-    ex = DTRExecutor(g, ratio=0.6, heuristic="lru")
+    ex = DTRExecutor(g, ratio=0.6, ratio_of="arena", heuristic="lru")
     out = ex.run(feeds)
     tr = ex.last_trace
     updates = {n.name for n in g.nodes if n.op == "sgd_update"}
@@ -255,11 +255,12 @@ def test_a_user_heuristic_is_a_plain_function_of_a_tensor_view():
         return -t.size * t.staleness
 
     g = mlp_training(depth=4, width=16, batch=32)
-    tr = simulate(g, ratio=0.6, heuristic=biggest_oldest)
+    tr = simulate(g, ratio=0.6, ratio_of="arena", heuristic=biggest_oldest)
     assert tr.heuristic == "biggest_oldest" and seen
     register_heuristic("biggest-oldest", biggest_oldest)
     try:
-        assert simulate(g, ratio=0.6, heuristic="biggest-oldest").evicted == tr.evicted
+        again = simulate(g, ratio=0.6, ratio_of="arena", heuristic="biggest-oldest")
+        assert again.evicted == tr.evicted
     finally:
         HEURISTICS.pop("biggest-oldest")
 
@@ -268,8 +269,8 @@ def test_megengine_parameters_are_settable():
     h = get_heuristic("megengine", a=2.0, c=0.5)
     assert h.params == {"a": 2.0, "c": 0.5}
     g = mlp_training(depth=4, width=16, batch=32)
-    a = simulate(g, ratio=0.6, heuristic="megengine")
-    b = simulate(g, ratio=0.6, heuristic="megengine", heuristic_args={"b": 0.0})
+    a = simulate(g, ratio=0.6, ratio_of="arena", heuristic="megengine")
+    b = simulate(g, ratio=0.6, ratio_of="arena", heuristic="megengine", heuristic_args={"b": 0.0})
     assert a.budget == b.budget
 
 
@@ -297,3 +298,61 @@ def test_defrag_first_compacts_instead_of_evicting():
     g = mlp_training(depth=6, width=16, batch=64)
     tr = simulate(g, ratio=1.0, defrag="first")
     assert tr.frag_forced_evictions == 0 and tr.evictions == 0
+
+
+# --- budget definitions ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("defrag", ["first", "last-resort", "never"])
+def test_ratio_one_never_evicts_under_first_fit_with_either_definition(defrag):
+    from minigraph.models import get_model
+    for g in (mlp_training(depth=6, width=16, batch=64),
+              get_model("lstm", T=6, hidden=16, batch=32, input=8).graph):
+        b = budget_bounds(g)
+        assert b.live <= b.peak and b.total == b.peak + b.external
+        for of in ("total", "arena"):
+            tr = simulate(g, ratio=1.0, ratio_of=of, defrag=defrag)
+            assert tr.budget == b.peak
+            assert (tr.evictions, tr.defrags, tr.rematerializations) == (0, 0, 0)
+
+
+def test_a_ratio_of_the_total_peak_counts_the_external_bytes():
+    g = mlp_training(depth=6, width=16, batch=64)
+    b = budget_bounds(g)
+    params = sum(g.tensors[p].nbytes for p in g.params)
+    assert b.external >= params > 0
+    tr = simulate(g, ratio=0.9)
+    assert tr.budget == int(0.9 * b.total) - b.external
+    assert abs(tr.total_ratio - 0.9) < 1e-3 and tr.ratio < 0.9
+    assert simulate(g, ratio=0.9, ratio_of="arena").budget == int(0.9 * b.peak)
+    with pytest.raises(BudgetError):
+        simulate(g, ratio=b.external / b.total / 2)      # not even the weights fit
+
+
+def test_copies_are_not_free():
+    g = mlp_training(depth=2, width=16, batch=8)
+    p = program_from_graph(g)
+    assert all(op.cost > 0 for op in p.ops)
+
+
+# --- the candidate-selection hook -------------------------------------------------------------
+
+def test_choose_victim_is_the_public_selection_hook():
+    g = mlp_training(depth=6, width=16, batch=64)
+    seen = []
+
+    class Biggest(DTRRuntime):
+        def choose_victim(self, candidates, need):
+            seen.append(len(candidates))
+            free = [t for t in candidates if not t.pinned]
+            return max(free, key=lambda t: t.size) if free else None
+
+    p = program_from_graph(g)
+    budget = budget_bounds(g).arena_budget(0.6, "arena")
+    tr = Biggest(p, budget, "dtr").run()
+    assert seen and tr.evictions > 0
+
+    def biggest(candidates, need):
+        free = [t for t in candidates if not t.pinned]
+        return max(free, key=lambda t: t.size) if free else None
+
+    assert DTRRuntime(p, budget, "dtr", select=biggest).run().evicted == tr.evicted

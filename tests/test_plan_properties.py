@@ -9,6 +9,7 @@ registers itself is covered here without editing this file.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import re
 import time
@@ -28,10 +29,15 @@ _load_orders()
 ALL_PLANNERS = sorted(planners.PLANNERS)
 ALL_ORDERS = sorted(ORDERS)
 
-# Slow planners get small time limits and small graphs; the rest the full range.
-ARGS = {"ilp": {"time_limit": 0.2}, "anneal": {"iterations": 40, "time_limit": 0.1, "seed": 0}}
-MAX_OPS = {"ilp": 12, "anneal": 25}
-EXAMPLES = {"ilp": 4, "anneal": 8}
+# Searching planners (those that take a time limit: ilp, anneal, search, ...) get small
+# limits, fewer and smaller graphs; the rest the full range. plan_buffers passes each
+# planner only the keywords it accepts, so one dict of limits serves every planner.
+LIMITS = {"time_limit": 0.1, "iterations": 40, "node_limit": 2000, "seed": 0}
+SEARCHING = {p for p in ALL_PLANNERS
+             if "time_limit" in inspect.signature(planners.PLANNERS[p]).parameters}
+ARGS = dict.fromkeys(SEARCHING, LIMITS)
+MAX_OPS = {p: 12 if p == "ilp" else 25 for p in SEARCHING}
+EXAMPLES = {p: 4 if p == "ilp" else 8 for p in SEARCHING}
 SWITCHES = list(itertools.product((False, True), (1, 2, 3), (1, 512)))  # in-place, colours, align
 
 

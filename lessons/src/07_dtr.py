@@ -43,12 +43,21 @@ from minigraph.runtime.dtr.examples import feeds_for, linear_chain, mlp_training
 # DTR's budget is the size of **one arena** holding the *planned* tensors (activations
 # and gradients) plus the workspace of the op that is running - the same bytes
 # `plan_memory` plans. Inputs, parameters and graph outputs live outside it, as in every
-# earlier lesson. Three numbers frame every run:
+# earlier lesson (`external` bytes: never evicted). The numbers that frame every run:
 #
-# * `peak` - the arena a run *without* rematerialisation needs (budget ratio 1.0);
+# * `peak` - the arena this runtime needs *without* rematerialisation, under its own
+#   first-fit allocator: the highest address a no-eviction run reaches, workspace
+#   included. It is a little above `live`, the largest sum of live bytes, because first
+#   fit leaves holes; using `live` would make "100% of the peak" already evict;
+# * `total = external + peak` - the peak memory of the unmodified run, weights included;
 # * `lower` - the largest single op: its inputs, outputs and workspace must be resident
 #   together, so no smaller budget can work (DTR refuses one at once, `BudgetError`);
 # * `safe` - a budget at which this runtime is guaranteed to finish.
+#
+# A budget *ratio* follows the DTR paper: a fraction of the **total** peak, so the arena
+# gets `ratio * total - external` bytes (`ratio_of="total"`, the default). Since the
+# weights cannot shrink, 50% of the total is less than 50% of the arena.
+# `ratio_of="arena"` takes the fraction of the arena peak alone; tables say which.
 
 # %%
 model = get_model("transformer", layers=4, seq=64, d_model=64, batch=8)
@@ -56,8 +65,12 @@ step = model.graph
 b = budget_bounds(step)
 report = mg.plan_memory(step)
 print(model.summary())
-print(f"peak {b.peak / 2**20:.2f} MiB, lower {b.lower / b.peak:.2f} x peak, "
-      f"safe {b.safe / b.peak:.2f} x peak")
+print(f"arena peak {b.peak / 2**20:.2f} MiB (live bytes {b.live / 2**20:.2f} MiB), "
+      f"external {b.external / 2**20:.2f} MiB, total {b.total / 2**20:.2f} MiB")
+print(f"lower {b.lower / b.peak:.2f} x arena peak, safe {b.safe / b.peak:.2f} x arena peak")
+for of in ("total", "arena"):
+    print(f"50% of the {of} peak -> an arena of {b.arena_budget(0.5, of) / 2**20:.2f} MiB")
+print("at 100% nothing is evicted:", simulate(step, ratio=1.0).evictions == 0)
 print(f"plan_memory's theoretical minimum: {report.theoretical_minimum / 2**20:.2f} MiB "
       "(the peak without the running op's workspace)")
 try:
@@ -133,11 +146,12 @@ for n in (100, 400):
 #
 # The DTR paper's simulator treats memory as a counter: any free bytes can hold any
 # tensor. Our `allocator="ideal"` does the same. A sweep runs each heuristic at each budget
-# ratio (costs are the ops' FLOP estimates); `thrash` marks runs stopped at 10x the base
+# ratio of the total peak (costs are the ops' FLOP estimates, at least one unit per
+# element written: a copy is not free); `thrash` marks runs stopped at 10x the base
 # compute, `budget` runs that could not place a tensor.
 
 # %%
-RATIOS = [0.9, 0.8, 0.7, 0.6, 0.5, 0.45]
+RATIOS = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
 ideal = sweep(step, RATIOS, list(HEURISTICS), allocator="ideal")
 plot_sweep(ideal, title="transformer, ideal allocator (no fragmentation)", ymax=1.6)
 plt.show()
@@ -153,11 +167,13 @@ plt.show()
 # right of the block): a tensor next to a hole frees a bigger contiguous range. Coop
 # slides a window over the arena in address order and evicts the contiguous run of
 # tensors and holes that frees enough bytes at the lowest summed cost: every eviction it
-# makes is used.
+# makes is used. To see this, we switch off compaction until nothing else is left
+# (`defrag="last-resort"`; the default is MegEngine's, below).
 
 # %%
 lstm = get_model("lstm", T=16, hidden=32, batch=256, input=16).graph
-frag = sweep(lstm, [0.9, 0.8, 0.7], ["dtr", "lru", "megengine", "coop"])
+frag = sweep(lstm, [0.9, 0.8, 0.7], ["dtr", "lru", "megengine", "coop"],
+             defrag="last-resort")
 compacting = sweep(lstm, [0.9, 0.8, 0.7], ["dtr"], defrag="first")
 for r in compacting:
     r.heuristic = "dtr + defrag"
@@ -166,21 +182,23 @@ print(format_rows(frag + compacting))
 # %% [markdown]
 # `fragmentation` is Coop's measure: the free bytes (as a fraction of the budget) at each
 # eviction decision, averaged - bytes that were free but in the wrong place. `dtr` makes
-# the most evictions that fragmentation forced; MegEngine's free-neighbour term and Coop's
-# window make fewer. MegEngine also *compacts* the arena when fragmentation blocks an
-# allocation (`defrag="first"`): no eviction is then forced by fragmentation, at the price
-# of copying the resident tensors (`trace.moved_bytes`).
+# many evictions that fragmentation forced; MegEngine's free-neighbour term and Coop's
+# window are meant to make fewer (the table says whether they do here). MegEngine also
+# *compacts* the arena when fragmentation blocks an allocation (seed 003: since v1.7
+# defragmentation is on by default, "when memory is short and fragmented, the fragments
+# are merged"). That is this runtime's default, `defrag="first"`: no eviction is then
+# forced by fragmentation, at the price of copying the resident tensors
+# (`trace.moved_bytes`), and the eviction decisions are those of the ideal allocator.
 #
 # Wasted evictions are not only wasted: an evicted tensor may be needed again, and its
 # recomputation allocates again, into the same fragmented arena. A convolution's im2col
-# workspace is a large contiguous request; on a small ResNet both `dtr` and `coop`
-# thrash in a first-fit arena at 90% of the peak; compaction rescues `dtr` (Coop's window
-# picks its own contiguous runs and does not use it):
+# workspace is a large contiguous request; on a small ResNet, compare the compute paid
+# without and with compaction:
 
 # %%
 resnet = get_model("resnet", depth=18, image=32, batch=8, width=8).graph
 for defrag in ("last-resort", "first"):
-    rows = sweep(resnet, [0.9], ["dtr", "coop"], defrag=defrag)
+    rows = sweep(resnet, [0.8], ["dtr", "coop"], defrag=defrag)
     print(f"defrag={defrag!r}: " + ", ".join(
         f"{r.heuristic} {r.status}" + (f" x{r.overhead:.3f}" if r.overhead else "")
         for r in rows))
@@ -218,7 +236,7 @@ kw = dict(costs="unit", alignment=1)
 dtr_rows = sweep(tiny, [1.0, 0.8, 0.6, 0.5, 0.4, 0.3], ["dtr", "lru"], **kw)
 static = chen_curve(tiny, **kw)
 for ratio in (0.7, 0.5):
-    budget = int(ratio * budget_bounds(tiny, **kw).peak)
+    budget = budget_bounds(tiny, **kw).arena_budget(ratio)
     opt = checkmate(tiny, budget, time_limit=10, **kw)
     print(opt)
     static.append(opt)
@@ -297,7 +315,9 @@ check_exercises()
 #   recompute (recursively, with an explicit stack) when an evicted tensor is needed.
 #   Results are unchanged, bit for bit; stateful ops never run twice.
 # * The budget counts the same planned bytes as the static plans; `lower` is the largest
-#   single op, below which nothing can work.
+#   single op, below which nothing can work. Ratios are of the total peak (weights
+#   included, as in the DTR paper) unless `ratio_of="arena"`; the peak is the runtime's
+#   own no-eviction arena under first fit, so 100% never evicts.
 # * The heuristic matters: $h_{DTR}$ (cost over bytes times staleness, with the evicted
 #   neighbourhood) reproduces sqrt(n) checkpointing on a chain; LRU thrashes.
 # * Real memory has addresses. Evictions that do not make one contiguous hole are wasted

@@ -111,10 +111,10 @@ def _guarded_runtime_class():
     from ..runtime.dtr import DTRRuntime
 
     class GuardedRuntime(DTRRuntime):
-        """DTR with the student's scores: every resident, replayable tensor is scored
-        (pinned ones too, flagged); the lowest finite score is evicted, and it must not
-        be pinned. Mirrors `DTRRuntime._choose` (the first lowest score wins; where the
-        runtime protects tensors queued for the running op, a strict pass first)."""
+        """DTR with the student's scores, through the runtime's public selection hook
+        `choose_victim`: every candidate the runtime offers is scored (pinned ones too,
+        flagged); the lowest finite score is evicted, and it must not be pinned. The
+        runtime offers first the tensors no waiting op needs, then all of them."""
 
         def __init__(self, program: Any, budget: int, student: Callable, **kw: Any):
             super().__init__(program, budget, "dtr", **kw)
@@ -143,32 +143,31 @@ def _guarded_runtime_class():
                 raise HeuristicFault("score", "NaN", v.as_dict(), now, "nan")
             return s
 
-        def _choose(self, need: int) -> list[int]:
+        def choose_victim(self, candidates: list, need: int) -> Any:
             now = self.now
-            protect = getattr(self, "protect", None)   # tensors queued for the running op
-            for strict in ((True, False) if protect is not None else (False,)):
-                best, best_s, best_view = -1, math.inf, None
-                for t in list(self._cand):
-                    pinned = bool(self.pins[t] or (strict and protect[t]))
-                    v = CandidateView(self._view(t, now), pinned)
-                    s = self._score(v, now)
-                    if s < best_s:
-                        best, best_s, best_view = t, s, v
-                if best >= 0:
-                    if best_view.pinned:
-                        raise HeuristicFault("pinned", f"score {best_s:g}",
-                                             best_view.as_dict(), now, best_s)
-                    return [best]
-            self.every_inf = bool(self._cand)
-            return []
+            best, best_s, best_view = None, math.inf, None
+            for t in candidates:
+                v = CandidateView(t, t.pinned)
+                s = self._score(v, now)
+                if s < best_s:
+                    best, best_s, best_view = t, s, v
+            if best is not None:
+                if best_view.pinned:
+                    raise HeuristicFault("pinned", f"score {best_s:g}", best_view.as_dict(),
+                                         now, best_s)
+                return best
+            self.every_inf = bool(candidates)
+            return None
 
     return GuardedRuntime
 
 
 def budget_for(program: Any, ratio: float) -> tuple[int, bool]:
-    """`ratio` x the peak, raised to the smallest budget guaranteed to work if below it."""
+    """`ratio` x the peak of live bytes (`Bounds.live`: the arena with no rematerialisation
+    and no fragmentation; the runtime compacts, so every case below 100% must evict),
+    raised to the smallest budget guaranteed to work if below it."""
     b = program.bounds()
-    want = int(ratio * b.peak)
+    want = int(ratio * b.live)
     return (want, False) if want >= b.safe else (b.safe, True)
 
 
@@ -188,7 +187,7 @@ def run_student(student: Callable, case: HeuristicCase,
     backend = ArrayBackend(case.graph, "cpu", case.feeds(), 0, 0, False)
     rt = _guarded_runtime_class()(program, budget, student, backend=backend,
                                   thrash_limit=thrash_limit)
-    base = {"budget": budget, "clamped": clamped, "peak": program.bounds().peak}
+    base = {"budget": budget, "clamped": clamped, "peak": program.bounds().live}
     try:
         tr = rt.run()
     except HeuristicFault as e:
@@ -212,7 +211,7 @@ def run_heuristic(fn: Callable, graph: Graph, ratio: float | None = None,
     from ..runtime.dtr.program import as_program
     program = as_program(graph, None, alignment, costs)
     if budget is None:
-        budget = int((0.5 if ratio is None else ratio) * program.bounds().peak)
+        budget = int((0.5 if ratio is None else ratio) * program.bounds().live)
     rt = _guarded_runtime_class()(program, budget, fn, thrash_limit=thrash_limit)
     try:
         return rt.run()

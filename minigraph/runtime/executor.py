@@ -39,10 +39,17 @@ class RunStats:
     measured_peak: int | None
     seconds: float
     undeclared: dict[str, int] = field(default_factory=dict)
+    measured_workspace: int = 0
+
+    @property
+    def op_temporaries(self) -> int:
+        """The workspace of the hungriest op: declared, or measured when larger."""
+        return max(self.workspace_bytes, self.measured_workspace)
 
     @property
     def expected_peak(self) -> int:
-        return self.arena_bytes + self.unplanned_bytes + self.workspace_bytes
+        """Arena + inputs, parameters and outputs + the largest op's temporaries."""
+        return self.arena_bytes + self.unplanned_bytes + self.op_temporaries
 
 
 class Executor:
@@ -186,9 +193,32 @@ class Executor:
                             if self.graph.tensors[n].kind != "const"
                             and self.graph.tensors[n].alias_of is None)
         undeclared = {node.name: int(x) for (node, _, _), x in zip(steps, extras or ()) if x > 0}
+        measured_ws = max((d + x for (_, _, d), x in zip(steps, extras or ())), default=0)
         self.last_stats = RunStats(arena_bytes, unplanned, workspace, peak, seconds,
-                                   undeclared)
+                                   undeclared, measured_ws)
         return {o: to_numpy(arrays[o]).copy() for o in self.graph.outputs}
+
+    # Resident training loop ----------------------------------------------------------------
+    def load(self, feeds: Mapping[str, Any] | None = None, **kw: Any) -> None:
+        """Upload inputs and parameters once and keep the storage (arena included), so that
+        `step()` runs with no allocation and no host transfer; each step writes the new
+        parameter values over the parameters, as a training loop on a device does."""
+        feeds = {**(feeds or {}), **kw}
+        self._check_feeds(feeds)
+        self._resident, _, _ = self._storage(feeds)
+
+    def step(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0) -> dict[str, Any]:
+        """One run on the loaded storage; `feeds` (e.g. a new batch) are copied in first.
+        Returns the graph outputs as device arrays (no copy to the host)."""
+        arrays = getattr(self, "_resident", None)
+        if arrays is None:
+            raise FeedError("Executor.step() needs Executor.load(feeds) first")
+        for name, v in (feeds or {}).items():
+            if name not in self._wanted:
+                raise FeedError(f"unknown feed {name!r}")
+            arrays[name][...] = self.xp.asarray(v)
+        self._execute(arrays, step)
+        return {o: arrays[o] for o in self.graph.outputs}
 
     def _kernel_steps(self) -> list[tuple[Any, dict, int]]:
         """Per node of the schedule: the node, its attrs and its declared workspace (once)."""

@@ -6,12 +6,15 @@ shape, dtype and bytes, outlined in their producer's colour; graph leaves have t
 shapes: inputs a trapezoid (yellow), parameters a cylinder (purple), constants a note
 (grey). Graph outputs get a double outline, control dependencies a dashed grey edge.
 
-If the `dot` program is missing, a notebook shows the DOT source as text and says how
-to install graphviz, instead of a traceback.
+In a notebook the drawing never ends in a traceback or a hang: if the `dot` program is
+missing, it shows the DOT source as text and says how to install graphviz; if dot takes
+longer than RENDER_TIMEOUT seconds (a few hundred nodes can), it shows the first
+SMALLER_DRAWING nodes instead.
 """
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 from ..graph import Graph, _fmt_bytes
@@ -38,6 +41,10 @@ LEGEND = (
     ("activation", "tensor", "activation"), ("gradient", "tensor", "gradient"),
     ("updated parameter", "tensor", "updated"),
 )
+
+FAST_LAYOUT_NODES = 60     # above this many drawn nodes, ask dot for a quicker layout
+RENDER_TIMEOUT = 15.0      # seconds a notebook waits for dot before drawing fewer nodes
+SMALLER_DRAWING = 80       # nodes drawn when the full drawing takes too long
 
 INSTALL_HINT = ("graphviz's `dot` program was not found, so the graph cannot be rendered; "
                 "here is its DOT source. Install graphviz (apt-get install graphviz, "
@@ -82,6 +89,12 @@ def draw(graph: Graph, show_tensors: bool = True, max_nodes: int = 300,
         plan = plan.plan
     dot = _new_digraph(graph.name)
     dot.attr(rankdir=rankdir, fontname="Helvetica", fontsize="11")
+    if min(len(graph.nodes), max_nodes) > FAST_LAYOUT_NODES:
+        # dot's crossing minimisation and spline routing grow much faster than linearly;
+        # these limits keep a few hundred nodes to seconds (straight edges, more crossings)
+        dot.attr(mclimit="0.1", nslimit="1", nslimit1="1", splines="line")
+    if len(graph.nodes) > SMALLER_DRAWING and max_nodes > SMALLER_DRAWING:
+        dot.smaller = lambda: draw(graph, show_tensors, SMALLER_DRAWING, plan, legend, rankdir)
     dot.attr("node", fontname="Helvetica", fontsize="10")
     dot.attr("edge", fontname="Helvetica", fontsize="9", color="#555555")
 
@@ -151,14 +164,15 @@ def draw(graph: Graph, show_tensors: bool = True, max_nodes: int = 300,
                  f"(draw(graph, max_nodes={len(graph.nodes)}) draws them all)",
                  shape="plaintext", fontcolor="#aa0000")
     if legend:
-        _legend(dot, graph, show_tensors)
+        roles = {n.role for n in nodes}
+        kinds = {graph.tensors[t].kind for t in wanted
+                 if show_tensors or graph.tensors[t].is_leaf}
+        _legend(dot, roles, kinds)
     return dot
 
 
-def _legend(dot: Any, graph: Graph, show_tensors: bool = True) -> None:
+def _legend(dot: Any, roles: set[str], kinds: set[str]) -> None:
     """A small cluster with one sample of every style the drawing uses."""
-    roles = {n.role for n in graph.nodes}
-    kinds = {t.kind for t in graph.tensors.values() if show_tensors or t.is_leaf}
     with dot.subgraph(name="cluster_legend") as leg:
         leg.attr(label="legend", fontsize="10", style="rounded", color="#bbbbbb")
         prev = None
@@ -181,16 +195,55 @@ except ImportError:        # a dependency, but a missing one must not break `imp
 
 if graphviz is not None:
     class Drawing(graphviz.Digraph):
-        """A Digraph whose notebook display falls back to text when `dot` is missing."""
+        """A Digraph whose notebook display never ends in a traceback or a hang: SVG from
+        `dot` within RENDER_TIMEOUT seconds; if dot is slower, the first SMALLER_DRAWING
+        nodes instead; without dot, the DOT source and how to install graphviz."""
+
+        smaller: Any = None      # set by draw(): a function giving a smaller drawing
 
         def _repr_mimebundle_(self, include=None, exclude=None, **kw):
+            wanted = set(include) if include is not None else {"image/svg+xml"}
+            wanted -= set(exclude or ())
+            if wanted - {"image/svg+xml"}:            # png, jpeg: graphviz's own path
+                try:
+                    return super()._repr_mimebundle_(include=include, exclude=exclude, **kw)
+                except graphviz.ExecutableNotFound:
+                    return fallback_bundle(self.source)
+                except Exception as e:
+                    return fallback_bundle(self.source, _failed(e))
+            if not wanted:
+                return {}
             try:
-                return super()._repr_mimebundle_(include=include, exclude=exclude, **kw)
+                return {"image/svg+xml": render_svg(self.source, self.engine)}
             except graphviz.ExecutableNotFound:
                 return fallback_bundle(self.source)
+            except subprocess.TimeoutExpired:
+                if self.smaller is not None:
+                    return self.smaller()._repr_mimebundle_(include=include, exclude=exclude)
+                return {"text/plain": f"dot needed more than {RENDER_TIMEOUT:.0f} s to lay out "
+                                      f"this graph; draw part of it with "
+                                      f"mg.draw(graph, max_nodes={SMALLER_DRAWING}) or "
+                                      f"show_tensors=False"}
             except Exception as e:   # dot crashed (huge graph, bad label): still no traceback
-                return fallback_bundle(self.source, f"graphviz could not render the graph "
-                                                    f"({type(e).__name__}: {e}); DOT source:")
+                return fallback_bundle(self.source, _failed(e))
+
+
+def _failed(e: Exception) -> str:
+    return f"graphviz could not render the graph ({type(e).__name__}: {e}); DOT source:"
+
+
+def render_svg(source: str, engine: str = "dot", timeout: float | None = None) -> str:
+    """SVG text from `dot -Tsvg`, stopped after `timeout` seconds (RENDER_TIMEOUT)."""
+    try:
+        r = subprocess.run([engine, "-Tsvg"], input=source.encode("utf-8"),
+                           capture_output=True, check=False,
+                           timeout=RENDER_TIMEOUT if timeout is None else timeout)
+    except FileNotFoundError:
+        raise graphviz.ExecutableNotFound([engine]) from None
+    if r.returncode:
+        raise RuntimeError(f"{engine} exited with {r.returncode}: "
+                           f"{r.stderr.decode(errors='replace').strip()[:300]}")
+    return r.stdout.decode("utf-8")
 
 
 def _new_digraph(name: str) -> Any:

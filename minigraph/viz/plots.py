@@ -574,21 +574,30 @@ def dtr_row(graph: Graph, budget: int | float, options: MemoryOptions | None = N
             minimum: int = 0, no_reuse_bytes: int | None = None,
             heuristic: str = "dtr") -> TechniqueRow:
     """DTR's bar: the arena it is given (`budget` bytes, or a float <= 1: that fraction of
-    its no-rematerialisation peak), with the compute it pays in the note. Simulated mode
-    (op costs, no kernels). Raises BudgetError below the smallest budget that can work.
+    the total no-rematerialisation peak, parameters and inputs included, as in the DTR
+    paper), with the compute it pays in the note. Simulated mode (op costs, no kernels).
+    A budget DTR cannot finish in (below the smallest that can work, or thrashing) gives
+    a row whose note says so, not an exception.
 
     DTR's arena also holds each op's workspace, which the static plans leave out."""
-    from ..runtime.dtr import simulate
+    from ..errors import BudgetError, ThrashError
+    from ..runtime.dtr import budget_bounds, simulate
     kw = _dtr_kw(graph, options)
     t0 = time.perf_counter()
-    if isinstance(budget, float) and budget <= 1:
-        trace = simulate(graph, ratio=budget, heuristic=heuristic, **kw)
-        label = f"DTR at {budget:.0%} budget"
-    else:
-        trace = simulate(graph, budget=int(budget), heuristic=heuristic, **kw)
-        label = f"DTR at {fmt_bytes(int(budget))}"
+    ratio = isinstance(budget, float) and budget <= 1
+    label = f"DTR at {budget:.0%} budget" if ratio else f"DTR at {fmt_bytes(int(budget))}"
     if no_reuse_bytes is None:
         no_reuse_bytes = plan_memory(graph, options or MemoryOptions()).no_reuse_bytes
+    try:
+        trace = simulate(graph, ratio=budget, heuristic=heuristic, **kw) if ratio else \
+            simulate(graph, budget=int(budget), heuristic=heuristic, **kw)
+    except (BudgetError, ThrashError) as e:
+        arena = int(budget) if not ratio else \
+            max(0, budget_bounds(graph, **kw).arena_budget(float(budget)))
+        what = "thrashes" if isinstance(e, ThrashError) else "cannot run"
+        return TechniqueRow(label, "dtr", arena, no_reuse_bytes, minimum,
+                            time.perf_counter() - t0, "dynamic",
+                            f"{what}: {str(e)[:120]}", None, None)
     return TechniqueRow(label, "dtr", trace.budget, no_reuse_bytes, minimum,
                         time.perf_counter() - t0, "dynamic",
                         f"compute x{trace.overhead:.2f}", None, None)
@@ -597,19 +606,27 @@ def dtr_row(graph: Graph, budget: int | float, options: MemoryOptions | None = N
 def dtr_sweep(graph: Graph, ratios: Sequence[float] | None = None,
               options: MemoryOptions | None = None, heuristics: Sequence[str] = ("dtr",),
               progress: Progress | None = None) -> list[Any]:
-    """DTR at each budget ratio (default: 1.0 down to its lower bound, 8 points), one
-    `SweepRow` each (`minigraph.runtime.dtr.sweep`); `progress(i, n, label)` per run."""
+    """DTR at each budget ratio of the total peak (default: 1.0 down to its lower bound,
+    8 points), one `SweepRow` each (`minigraph.runtime.dtr.sweep`); a run that thrashes
+    or cannot fit is a row with that status and its message; `progress(i, n, label)`."""
+    from ..errors import BudgetError, ThrashError
     from ..runtime.dtr import budget_bounds, sweep
+    from ..runtime.dtr.sweep import SweepRow
     kw = _dtr_kw(graph, options)
     if ratios is None:
         b = budget_bounds(graph, **kw)
-        low = b.lower / b.peak if b.peak else 1.0
+        low = (b.lower + b.external) / b.total if b.total else 1.0
         ratios = [1.0 - k * (1.0 - low) / 7 for k in range(8)]
     cb = None
     if progress is not None:
         def cb(done: int, total: int, row: Any) -> None:
             progress(done, total, f"DTR {row.heuristic} at {row.ratio:.0%}")
-    return sweep(graph, list(ratios), list(heuristics), progress=cb, **kw)
+    try:
+        return sweep(graph, list(ratios), list(heuristics), progress=cb, **kw)
+    except (BudgetError, ThrashError) as e:
+        status = "thrash" if isinstance(e, ThrashError) else "budget"
+        return [SweepRow(graph.name, h, r, 0, "sim", status, error=str(e)[:200])
+                for h in heuristics for r in ratios]
 
 
 def plot_dtr_sweep(rows: Sequence[Any], chosen: float | None = None, ax: Any = None,

@@ -47,6 +47,8 @@ from .offset import place_in_order, plan_bestfit, size_order
 # Preorder ranks (ties of the dynamic order "lowest minimum offset first"), as in
 # MiniMalloc: T = the most bytes alive in any section of the buffer, A = area
 # (bytes x steps), Z = size, L = lifetime. Larger first; the index breaks ties.
+CHOICE = 0
+ALIGN = 0
 HEURISTICS = ("TAZ", "ATZ", "ZTA", "LTZ")
 
 FOUND, INFEASIBLE, ABORTED, TIMEOUT = "found", "infeasible", "aborted", "timeout"
@@ -71,14 +73,25 @@ class Problem:
                 self.members[s].append(i)
         live = [0] * max(self.n_sections, 1)
         crossing = [0] * max(self.n_sections, 1)   # buffers alive in sections s and s+1
+        shared = [0] * max(self.n_sections, 1)     # and their bytes
         for i in range(n):
             for s in range(self.lo[i], self.hi[i]):
                 live[s] += self.size[i]
             for s in range(self.lo[i], self.hi[i] - 1):
                 crossing[s] += 1
-        self.live, self.crossing = live, crossing
+                shared[s] += self.size[i]
+        self.live, self.crossing, self.shared = live, crossing, shared
         self.lower_bound = max(live, default=0)
         self.grain = math.gcd(*self.size) if self.size else 1   # offsets are multiples
+        # Partners: same size, lifetimes end to end (one box cut across time).
+        by_end: dict[tuple[int, int], list[int]] = {}
+        for i, b in enumerate(items):
+            by_end.setdefault((b.end, b.size), []).append(i)
+        self.partners: list[list[int]] = [[] for _ in range(n)]
+        for i, b in enumerate(items):
+            for k in by_end.get((b.start - 1, b.size), ()):
+                self.partners[i].append(k)
+                self.partners[k].append(i)
         # Identical buffers: only the first unplaced one (by index) may be placed next.
         self.twin_before = [-1] * n
         last: dict[tuple[int, int, int], int] = {}
@@ -139,11 +152,14 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         return INFEASIBLE, None, 0
     size, lo_s, hi_s, overlaps, twin = p.size, p.lo, p.hi, p.overlaps, p.twin_before
     sect_members, grain = p.members, p.grain
+    partners = p.partners
     off = [-1] * n
     minoff = [0] * n
     floor = [0] * p.n_sections
     total = list(p.live)
     crossing = list(p.crossing)
+    shared = list(p.shared)
+    last = p.n_sections - 1
 
     def open_branch(lo, hi, members, level, closed):
         """The node for `members` (unplaced, in sections [lo, hi)) when the last buffer
@@ -153,44 +169,146 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         the sections whose floor is at or below it, the one with the fewest buffers
         able to sit there is branched on: each of those buffers, or none ("close" it,
         leaving a gap). A section nobody can sit in is closed at once."""
-        height = min(minoff[j] + size[j] for j in members)
-        level_now = None
+        fail = _Branch(lo, hi, members, level, closed, ())
+        width = hi - lo
+        if closed:                  # shut[x]: closed sections among lo .. lo + x - 1
+            shut = [0] * (width + 1)
+            for x in range(width):
+                shut[x + 1] = shut[x] + ((lo + x) in closed)
+
+            def blocked(j):
+                return shut[hi_s[j] - lo] > shut[lo_s[j] - lo]
+        height = nxt = capacity + 1
         for j in members:
             m = minoff[j]
-            if m < level or (twin[j] >= 0 and off[twin[j]] < 0):
+            if m + size[j] < height:
+                height = m + size[j]
+            if m < level or m >= nxt or (twin[j] >= 0 and off[twin[j]] < 0):
                 continue
-            if m == level and closed and any(s in closed for s in range(lo_s[j], hi_s[j])):
+            if m == level and closed and blocked(j):
                 continue
-            if level_now is None or m < level_now:
-                level_now = m
+            nxt = m
         # Dominance: a buffer that fits entirely below the next level would leave a gap.
-        if level_now is None or level_now >= height:
-            return _Branch(lo, hi, members, level, closed, ())
-        if level_now > level:
-            level, closed = level_now, frozenset()
+        if nxt >= height:
+            return fail
+        if nxt > level:
+            level, closed = nxt, frozenset()
         # Every later buffer goes at or above the level.
         if level + max(total[lo:hi]) > capacity:
-            return _Branch(lo, hi, members, level, closed, ())
-        count: dict[int, list[int]] = {}
-        for j in members:
-            if minoff[j] != level or (twin[j] >= 0 and off[twin[j]] < 0):
+            return fail
+        cands = [j for j in members
+                 if minoff[j] == level and (twin[j] < 0 or off[twin[j]] >= 0)
+                 and not (closed and blocked(j))]
+        # The buffers that will sit at this level are among `cands`, side by side in
+        # time. A section too full to leave a gap ("tight") must get one of them. Which
+        # candidates can be part of such a row: back[x] (the row can cover [lo + x, hi)
+        # with every tight section covered) and reach[x] (same for [lo, lo + x)).
+        starts: dict[int, list[int]] = {}
+        for j in cands:
+            starts.setdefault(lo_s[j] - lo, []).append(j)
+        limit = capacity - grain - level
+        need = [total[s] > limit and floor[s] <= level for s in range(lo, hi)]
+        if closed:
+            for s in closed:
+                need[s - lo] = False
+        back = [False] * (width + 1)
+        back[width] = True
+        for x in range(width - 1, -1, -1):
+            if need[x]:
+                ok = False
+                for j in starts.get(x, ()):
+                    if back[hi_s[j] - lo]:
+                        ok = True
+                        break
+                back[x] = ok
+            else:
+                back[x] = back[x + 1] or any(back[hi_s[j] - lo] for j in starts.get(x, ()))
+        if not back[0]:
+            return fail
+        reach = [False] * (width + 1)
+        reach[0] = True
+        cover = [0] * (width + 1)   # difference array: viable candidates per section
+        viable = []
+        for x in range(width):
+            if not reach[x]:
                 continue
-            span = range(lo_s[j], hi_s[j])
-            if closed and any(s in closed for s in span):
-                continue
-            for s in span:
-                count.setdefault(s, []).append(j)
-        shut = []
-        for s in range(lo, hi):
-            if total[s] and floor[s] <= level and s not in count and s not in closed:
-                if level + grain + total[s] > capacity:
-                    return _Branch(lo, hi, members, level, closed, ())
-                shut.append(s)
-        if shut:
-            closed = closed.union(shut)
-        s = min(count, key=lambda s: (len(count[s]), s))
-        moves = sorted(count[s], key=rank.__getitem__)
-        if level + grain + total[s] <= capacity:
+            if not need[x]:
+                reach[x + 1] = True
+            for j in starts.get(x, ()):
+                e = hi_s[j] - lo
+                if back[e]:
+                    reach[e] = True
+                    viable.append(j)
+                    cover[x] += 1
+                    cover[e] -= 1
+        # Open sections (floor at or below the level, bytes left) that no viable
+        # candidate covers get a gap here; the one with the fewest candidates is chosen.
+        gaps = []
+        best_x, best_c, c = -1, 0, 0
+        for x in range(width):
+            c += cover[x]
+            s = lo + x
+            if c:
+                if best_x < 0 or (CHOICE == 0 and c < best_c):
+                    best_x, best_c = x, c
+            elif total[s] and floor[s] <= level and s not in closed:
+                if total[s] > limit:
+                    return fail
+                gaps.append(s)
+        if best_x < 0:
+            return fail
+        if gaps:
+            closed = closed.union(gaps)
+        s = lo + best_x
+        moves = [j for j in viable if lo_s[j] <= s < hi_s[j]]
+        if ALIGN in (4, 5):
+            heights = set(floor[lo:hi])
+
+            def fit(j):
+                t = level + size[j]
+                a, b = lo_s[j], hi_s[j]
+                pair = 0
+                for k in partners[j]:
+                    if off[k] == level or (off[k] < 0 and minoff[k] == level):
+                        pair += 1
+                    elif off[k] >= 0:
+                        pair -= 1
+                top = (a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)
+                if ALIGN == 4:
+                    return -pair, -top, -(t in heights), rank[j]
+                return -top, -(t in heights), -pair, rank[j]
+            moves.sort(key=fit)
+        elif ALIGN == 3:
+            heights = set(floor[lo:hi])
+
+            def fit(j):
+                t = level + size[j]
+                a, b = lo_s[j], hi_s[j]
+                pair = 0
+                for k in partners[j]:
+                    if off[k] == level or (off[k] < 0 and minoff[k] == level):
+                        pair = 1
+                return -((a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)), \
+                    -pair, -(t in heights), rank[j]
+            moves.sort(key=fit)
+        elif ALIGN == 2:
+            heights = set(floor[lo:hi])
+
+            def fit(j):
+                t = level + size[j]
+                a, b = lo_s[j], hi_s[j]
+                return -((a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)), \
+                    -(t in heights), rank[j]
+            moves.sort(key=fit)
+        elif ALIGN:
+            def fit(j):
+                t = level + size[j]
+                a, b = lo_s[j], hi_s[j]
+                return -((a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)), rank[j]
+            moves.sort(key=fit)
+        else:
+            moves.sort(key=rank.__getitem__)
+        if not need[best_x]:
             moves.append(-1 - s)
         return _Branch(lo, hi, members, level, closed, moves)
 
@@ -206,6 +324,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             total[s] -= size[i]
         for s in range(a, b - 1):
             crossing[s] -= 1
+            shared[s] -= size[i]
         raised = []
         for j in overlaps[i]:
             if off[j] < 0 and minoff[j] < top:
@@ -214,7 +333,9 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         return (i, old_floor, raised)
 
     def unplace(rec):
+        nonlocal filled
         i, old_floor, raised = rec
+        filled -= area[i]
         a, b = lo_s[i], hi_s[i]
         for j, m in raised:
             minoff[j] = m
@@ -223,6 +344,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             total[s] += size[i]
         for s in range(a, b - 1):
             crossing[s] += 1
+            shared[s] += size[i]
         off[i] = -1
 
     def fits(rec):
@@ -230,18 +352,95 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         bytes above its floor, and above the lowest minimum offset of those buffers."""
         i, _, raised = rec
         a, b = lo_s[i], hi_s[i]
-        if off[i] + size[i] + max(total[a:b]) > capacity:
+        top = off[i] + size[i]
+        if top + max(total[a:b]) > capacity:
             return False
-        seen = set()
-        for j, _ in raised:
-            for s in range(lo_s[j], hi_s[j]):
-                if s in seen:
+        # The buffers alive on both sides of a step where the floor changes lie above
+        # the higher floor.
+        if a > 0 and shared[a - 1] + max(top, floor[a - 1]) > capacity:
+            return False
+        if b <= last and shared[b - 1] + max(top, floor[b]) > capacity:
+            return False
+        # A section's unplaced buffers can go no lower than their minimum offsets: if
+        # all of them were raised, the bytes below the lowest are lost.
+        if raised:
+            a = min(lo_s[j] for j, _ in raised)
+            b = max(hi_s[j] for j, _ in raised)
+            for s in range(a, b):
+                room = capacity - total[s]
+                k = low[s]          # a buffer low enough last time
+                if off[k] < 0 and minoff[k] <= room or not total[s]:
                     continue
-                seen.add(s)
-                low = min([minoff[k] for k in sect_members[s] if off[k] < 0])
-                if low + total[s] > capacity:
+                for k in sect_members[s]:
+                    if off[k] < 0 and minoff[k] <= room:
+                        low[s] = k
+                        break
+                else:
+                    return False
+        # A section that may waste nothing needs a buffer that can sit on its floor.
+        near = [j for j in overlaps[i] if off[j] < 0]
+        if near:
+            a = min(a, min(lo_s[j] for j in near))
+            b = max(b, max(hi_s[j] for j in near))
+            memo.clear()
+            for s in range(a, b):
+                if total[s] and floor[s] + grain + total[s] > capacity and \
+                        not has_bottom(s):
                     return False
         return True
+
+    memo: dict[tuple[int, int, int], bool] = {}
+    witness = [-1] * p.n_sections
+    low = [m[0] if m else 0 for m in sect_members]
+    area = [size[i] * (p.items[i].end - p.items[i].start + 1) for i in range(n)]
+    filled, best_filled, best_partial = 0, -1, None
+
+    def has_bottom(s):
+        """Can some unplaced buffer of section s sit right on its floor? (The one found
+        last time is tried first.)"""
+        f = floor[s]
+        j = witness[s]
+        if j >= 0 and can_sit(j, f):
+            return True
+        for j in sect_members[s]:
+            if can_sit(j, f):
+                witness[s] = j
+                return True
+        return False
+
+    def can_sit(j, f):
+        """Can unplaced buffer j go at offset f? Where it spans a lower section that may
+        waste nothing, the step between must be filled exactly by buffers that fit
+        under it (a subset sum)."""
+        if off[j] >= 0 or minoff[j] > f:
+            return False
+        for t in range(lo_s[j], hi_s[j]):
+            g = f - floor[t]
+            if g and floor[t] + grain + total[t] > capacity and not exact_fill(t, g, j, f):
+                return False
+        return True
+
+    def exact_fill(t, g, j, f):
+        """Do some unplaced buffers of section t (not j), each fitting below f, sum to
+        exactly g bytes? (Says yes when the sums get too many to follow.)"""
+        key = (t, g, f)
+        if minoff[j] + size[j] > f:      # j could not be one of them anyway
+            known = memo.get(key)
+            if known is not None:
+                return known
+        parts = [size[k] for k in sect_members[t]
+                 if k != j and off[k] < 0 and minoff[k] + size[k] <= f]
+        ok = False
+        if sum(parts) >= g:
+            sums = {0}
+            for z in parts:
+                sums |= {x + z for x in sums if x + z <= g}
+                if g in sums or len(sums) > 64:
+                    ok = True
+                    break
+        if minoff[j] + size[j] > f:
+            memo[key] = ok
+        return ok
 
     def split(i, lo, hi, rest):
         """The section ranges of [lo, hi) that placing i made independent, each with its
@@ -286,9 +485,9 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         f.k += 1
         nodes += 1
         if nodes > node_budget:
-            return ABORTED, None, nodes - 1
+            return ABORTED, best_partial, nodes - 1
         if deadline is not None and not nodes & 255 and time.perf_counter() > deadline:
-            return TIMEOUT, None, nodes
+            return TIMEOUT, best_partial, nodes
         if move < 0:                 # close a section: nothing more sits at this level
             frames.append(open_branch(f.lo, f.hi, f.members, f.level,
                                       f.closed | {-1 - move}))
@@ -298,6 +497,9 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             unplace(rec)
             continue
         f.undo = rec
+        filled += area[move]
+        if filled > best_filled:
+            best_filled, best_partial = filled, off[:]
         rest = [j for j in f.members if off[j] < 0]
         if rest:
             parts = split(move, f.lo, f.hi, rest)

@@ -35,6 +35,7 @@ class FirstFitArena:
         self._used_starts: list[int] = []                        # sorted
         self._used: dict[int, tuple[int, Hashable]] = {}         # start -> (size, owner)
         self.free_bytes = self.capacity
+        self.high_water = 0        # the highest address any block has ended at
 
     # Queries -----------------------------------------------------------------------------
     @property
@@ -99,6 +100,8 @@ class FirstFitArena:
                 bisect.insort(self._used_starts, s)
                 self._used[s] = (size, owner)
                 self.free_bytes -= size
+                if s + size > self.high_water:
+                    self.high_water = s + size
                 return s
         return None
 
@@ -160,6 +163,7 @@ class IdealArena:
         self.free_bytes = self.capacity
         self._used: dict[Hashable, int] = {}
         self._next = 0
+        self.high_water = 0        # the most bytes in use at once
 
     @property
     def used_bytes(self) -> int:
@@ -183,6 +187,7 @@ class IdealArena:
         self._next += 1
         self._used[self._next] = size
         self.free_bytes -= size
+        self.high_water = max(self.high_water, self.capacity - self.free_bytes)
         return self._next          # a handle, not an address
 
     def free(self, offset: int) -> None:

@@ -39,12 +39,13 @@ class StaticResult:
     peak: int                  # arena bytes the sequence needs (DTR's accounting)
     cost: float                # total compute of the sequence
     base_cost: float           # compute of running every op once
-    no_remat_peak: int
+    no_remat_peak: int         # the same accounting without rematerialisation (live bytes)
     sequence: list[str] = field(repr=False, default_factory=list)
     note: str = ""
     optimal: bool | None = None
     budget: int | None = None
     seconds: float = 0.0
+    external: int = 0          # bytes outside the arena (parameters, inputs, outputs)
 
     @property
     def overhead(self) -> float:
@@ -52,8 +53,15 @@ class StaticResult:
 
     @property
     def ratio(self) -> float:
-        """Peak over the no-rematerialisation peak (the x axis of the sweep plot)."""
+        """Arena peak over the no-rematerialisation arena peak (`ratio_of="arena"`)."""
         return self.peak / self.no_remat_peak if self.no_remat_peak else 1.0
+
+    @property
+    def total_ratio(self) -> float:
+        """(peak + external) over (no-rematerialisation peak + external): the DTR paper's
+        ratio of the total peak (`ratio_of="total"`)."""
+        t = self.no_remat_peak + self.external
+        return (self.peak + self.external) / t if t else 1.0
 
     def __repr__(self) -> str:
         return (f"StaticResult({self.method}: peak {self.peak:,} B = {self.ratio:.2f} x, "
@@ -173,10 +181,10 @@ def _chen_result(program: Program, threshold: float, t0: float) -> StaticResult:
     keep = chen_checkpoints(program, threshold)
     seq = chen_sequence(program, keep)
     peak, cost = evaluate_sequence(program, seq)
-    return StaticResult("sqrt(n)", peak, cost, program.base_cost, program.peak(),
+    return StaticResult("sqrt(n)", peak, cost, program.base_cost, program.live_peak(),
                         [program.ops[k].name for k in seq],
                         f"threshold {threshold:,.0f} B, {len(keep)} checkpoints",
-                        seconds=time.perf_counter() - t0)
+                        seconds=time.perf_counter() - t0, external=program.external_bytes)
 
 
 def chen_sqrt(source: Graph | Program, *, ntrial: int = 6, schedule: Sequence[str] | None =
@@ -371,7 +379,7 @@ def checkmate(source: Graph | Program, budget: int | None = None, *,
     seq = [i for t in range(n) for i in range(t + 1) if x[R(t, i)] > 0.5]
     peak, cost = evaluate_sequence(p, seq)
     optimal = res.status == 0
-    return StaticResult("checkmate", peak, cost, p.base_cost, p.peak(),
+    return StaticResult("checkmate", peak, cost, p.base_cost, p.live_peak(),
                         [p.ops[k].name for k in seq],
                         "optimal" if optimal else f"time limit ({res.message})",
-                        optimal, budget, seconds)
+                        optimal, budget, seconds, p.external_bytes)

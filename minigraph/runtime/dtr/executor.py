@@ -145,17 +145,21 @@ def simulate(source: Graph | Program, budget: int | None = None, *,
              heuristic_args: dict | None = None, schedule: Sequence[str] | None = None,
              alignment: int = 512, costs: CostSpec = "flops", allocator: str = "first-fit",
              sample: bool | int = False, seed: int = 0, thrash_limit: float = 10.0,
-             defrag: bool | str = "last-resort", timeline: bool = True) -> DTRTrace:
+             defrag: bool | str = "first", timeline: bool = True,
+             ratio_of: str = "total", select: Any = None) -> DTRTrace:
     """Simulated mode: run DTR on a graph (or a `Program`) with costs only, no kernels.
 
-    `budget` in bytes of arena, or `ratio` of the no-rematerialisation peak. `costs`:
+    `budget` in bytes of arena, or `ratio` of the total no-rematerialisation peak
+    (parameters, inputs and outputs + the arena peak: the DTR paper's definition; the
+    arena gets ratio x total - external) or, `ratio_of="arena"`, of the arena peak. `costs`:
     "flops" (the ops' estimates), "unit", a mapping node -> cost, or a function. Returns
     the `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`."""
     program = as_program(source, schedule, alignment, costs)
-    b = resolve_budget(program, budget, ratio)
+    b = resolve_budget(program, budget, ratio, ratio_of)
     rt = DTRRuntime(program, b, heuristic, heuristic_args=heuristic_args,
                     allocator=allocator, sample=sample, seed=seed,
-                    thrash_limit=thrash_limit, defrag=defrag, timeline=timeline)
+                    thrash_limit=thrash_limit, defrag=defrag, timeline=timeline,
+                    select=select)
     return rt.run()
 
 
@@ -168,6 +172,7 @@ class DTRExecutor:
 
     Planned tensors live in ONE arena of exactly the budget's bytes (first-fit offsets);
     inputs, parameters, constants and graph outputs live outside it (see program.py).
+    `ratio` is of the total peak (external + arena peak) unless `ratio_of="arena"`.
     `check_remat=True` hashes every tensor when first computed and checks that each
     rematerialisation reproduces it bit for bit (`trace.remat_mismatches`).
     `simulate()` runs the same policy without kernels: same decisions, same events.
@@ -178,8 +183,8 @@ class DTRExecutor:
                  device: str = "auto", schedule: Sequence[str] | None = None,
                  alignment: int = 512, costs: CostSpec = "flops",
                  allocator: str = "first-fit", sample: bool | int = False, seed: int = 0,
-                 thrash_limit: float = 10.0, defrag: bool | str = "last-resort",
-                 check_remat: bool = False):
+                 thrash_limit: float = 10.0, defrag: bool | str = "first",
+                 check_remat: bool = False, ratio_of: str = "total", select: Any = None):
         self.graph = graph
         self.device = resolve_device(device)
         if allocator != "first-fit":
@@ -188,10 +193,10 @@ class DTRExecutor:
             raise DeviceError(f"alignment {alignment} would place tensors at offsets CuPy "
                               "cannot view; use a multiple of 8 on the GPU")
         self.program = program_ = as_program(graph, schedule, alignment, costs)
-        self.budget = resolve_budget(program_, budget, ratio)
+        self.budget = resolve_budget(program_, budget, ratio, ratio_of)
         self.options = dict(heuristic=heuristic, heuristic_args=heuristic_args,
                             allocator=allocator, sample=sample, seed=seed,
-                            thrash_limit=thrash_limit, defrag=defrag)
+                            thrash_limit=thrash_limit, defrag=defrag, select=select)
         self.seed, self.check_remat = seed, check_remat
         self.last_trace: DTRTrace | None = None
         DTRRuntime(program_, self.budget, **self.options)._check_budget()

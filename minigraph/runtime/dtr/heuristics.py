@@ -19,6 +19,7 @@ computed on demand, so a score that only reads `t.staleness` costs only that):
     t.address       offset in the arena (None with the ideal allocator)
     t.free_left, t.free_right  free bytes right next to it in the arena
     t.kind          "activation" or "gradient"     t.node          producer node name
+    t.pinned        in use by the running op (the runtime never evicts it anyway)
 
 Costs are in the runtime's cost unit (FLOPs by default, or the times you gave) and `now`
 is the runtime's clock in the same unit: it advances by an op's cost each time one runs.
@@ -29,7 +30,8 @@ enough bytes with the lowest summed cost. Any per-tensor cost can drive it:
 `get_heuristic("coop", cost=my_cost)` with `my_cost(t, now) -> float >= 0`.
 
 Register your own with `register_heuristic("mine", score)` or pass the function itself as
-`heuristic=score` to the runtime.
+`heuristic=score` to the runtime. Ties go to the first candidate scanned; when every
+candidate scores `math.inf` the first one is still evicted (the runtime must make room).
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ class TensorView:
     @property
     def recomputes(self) -> int:
         return self._rt.recomputes[self.index]
+
+    @property
+    def pinned(self) -> bool:
+        """An input or output of the op being run (or about to be): must not be evicted."""
+        return self._rt.pins[self.index] > 0
 
     @property
     def neighbor_cost(self) -> float:

@@ -10,16 +10,29 @@ tensors, i.e. activations and gradients that are not graph outputs, each rounded
 the alignment, plus the declared workspace of the op that is running. Inputs, parameters,
 constants, graph outputs and a parameter's updated value are *external*: they live outside
 the arena for the whole run (like the static plans' "unplanned" bytes) and are never
-evicted. So "budget = 0.5 x peak" means half of the arena a no-rematerialisation run needs,
-with the same numbers `plan_memory` reports.
+evicted.
+
+Budget ratios (`ratio_of`). The DTR paper (Kirisame et al. 2021, section 5) gives budgets
+as fractions of the *total* peak memory of the unmodified run, weights included; so does
+this package by default (`ratio_of="total"`):
+
+    total peak   = external bytes + arena peak
+    arena budget = ratio * total peak - external bytes
+
+where the *arena peak* is what this runtime itself needs with no eviction under the same
+first-fit allocator: the highest address a no-evict run reaches, workspace included (not
+the sum of live bytes, which ignores fragmentation; that one is `Bounds.live`). Ratio 1.0
+therefore never evicts. `ratio_of="arena"` takes the ratio of the arena peak alone
+(activations, gradients, workspace): `arena budget = ratio * arena peak`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ...errors import GraphError
+from ...errors import BudgetError, GraphError
 from ...graph import Graph, Node
 from ...memory.buffers import align_up
 from ...memory.liveness import PLANNED_KINDS, check_schedule
@@ -62,13 +75,39 @@ class Bounds:
     once) plus bytes that can never be evicted; no smaller budget can work, and the
     runtime refuses one at once. `safe`: a budget at which the runtime is guaranteed to
     finish (it rematerialises inputs in the order this bound assumes; see `Program`).
-    `peak`: the arena a run without rematerialisation needs (budget ratio 1.0)."""
+    `peak`: the arena this runtime needs without rematerialisation under its first-fit
+    allocator (the highest address a no-evict run reaches, workspace included): arena
+    ratio 1.0 never evicts. `live`: the largest sum of live bytes plus workspace (the
+    same run with an ideal allocator; <= peak). `external`: bytes outside the arena that
+    are never evicted (parameters, inputs, constants, graph outputs); `total` = external +
+    peak, the DTR paper's "peak memory of the unmodified run"."""
     lower: int
     safe: int
     peak: int
+    external: int = 0
+    live: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.external + self.peak
+
+    def arena_budget(self, ratio: float, ratio_of: str = "total") -> int:
+        """Arena bytes for a budget `ratio` of the total peak (the DTR paper's definition:
+        ratio x total - external) or, with `ratio_of="arena"`, of the arena peak."""
+        if ratio_of == "total":
+            return int(ratio * self.total) - self.external
+        if ratio_of == "arena":
+            return int(ratio * self.peak)
+        raise ValueError(f"ratio_of must be 'total' or 'arena', not {ratio_of!r}")
+
+    def ratios(self, budget: int) -> tuple[float, float]:
+        """(of total, of arena) for an arena budget in bytes."""
+        return ((budget + self.external) / self.total if self.total else 1.0,
+                budget / self.peak if self.peak else 1.0)
 
     def __repr__(self) -> str:
-        return f"Bounds(lower={self.lower}, safe={self.safe}, peak={self.peak})"
+        return (f"Bounds(lower={self.lower}, safe={self.safe}, peak={self.peak}, "
+                f"external={self.external}, live={self.live})")
 
 
 class Program:
@@ -79,8 +118,12 @@ class Program:
 
     def __init__(self, tensors: Sequence[TensorSpec], ops: Sequence[OpSpec],
                  steps: Sequence[tuple[str, int]], name: str = "program",
-                 graph: Graph | None = None):
+                 graph: Graph | None = None, external_bytes: int | None = None):
         self.tensors, self.ops, self.steps = list(tensors), list(ops), list(steps)
+        # bytes outside the arena (a graph's parameters, inputs, constants and outputs;
+        # a trace's constants): counted in the total peak, never evicted
+        self.external_bytes = int(external_bytes) if external_bytes is not None else \
+            sum(t.size for t in self.tensors if t.external)
         self.name, self.graph = name, graph
         self.index = {t.name: k for k, t in enumerate(self.tensors)}
         n = len(self.tensors)
@@ -167,13 +210,35 @@ class Program:
             safe = max(safe, prefix + rg(t) + pinned_total)
             prefix += size[t]
         lower, safe = max(lower, prefix), max(safe, prefix + pinned_total)
-        self._bounds = Bounds(lower, max(safe, lower), self.peak())
+        live = self.live_peak()
+        # provisional (peak = live) while the no-evict run below asks for the bounds
+        self._bounds = Bounds(lower, max(safe, lower), live, self.external_bytes, live)
+        self._bounds = replace(self._bounds, peak=self._no_evict_peak())
         return self._bounds
 
     def peak(self) -> int:
-        """Arena bytes a run without rematerialisation needs: the largest sum of live
-        planned bytes plus the running op's workspace (= the liveness theoretical minimum
-        of `minigraph.memory` when no op declares workspace)."""
+        """The arena a run without rematerialisation needs (`bounds().peak`)."""
+        return self.bounds().peak
+
+    def _no_evict_peak(self) -> int:
+        """Run the DTR runtime itself in an arena too large to ever evict (first fit, the
+        same allocator): the highest address it reaches is the peak. A run with exactly
+        that budget makes the same allocations at the same offsets, so never evicts."""
+        from .runtime import DTRRuntime  # the runtime imports this module
+        cap = sum(self.tensors[o].size for s, k in self.steps if s == "call"
+                  for o in self.ops[k].outputs if self.arena[o])
+        cap += sum(self.ops[k].workspace for s, k in self.steps if s == "call")
+        rt = DTRRuntime(self, max(cap, self._bounds.lower), "lru", defrag="never",
+                        thrash_limit=math.inf, timeline=False)
+        tr = rt.run()
+        if tr.evictions or tr.defrags:       # pragma: no cover  (an invariant)
+            raise GraphError(f"{self.name}: the no-evict run evicted in {cap:,} B")
+        return rt.arena.high_water
+
+    def live_peak(self) -> int:
+        """The largest sum of live planned bytes plus the running op's workspace (= the
+        liveness theoretical minimum of `minigraph.memory` when no op declares workspace):
+        the no-rematerialisation peak with an ideal allocator, <= `peak()`."""
         live = best = 0
         alive = [False] * len(self.tensors)
         for s, x in self.steps:
@@ -199,11 +264,18 @@ CostSpec = str | Mapping[str, float] | Callable[[Graph, Node], float]
 
 
 def node_costs(graph: Graph, costs: CostSpec = "flops") -> dict[str, float]:
-    """Cost of each node: "flops" (the ops' FLOP estimates), "unit" (1 each), a mapping
-    node name -> cost (seconds, say), or a function (graph, node) -> cost."""
+    """Cost of each node: "flops" (the ops' FLOP estimates, at least one unit per output
+    element), "unit" (1 each), a mapping node name -> cost (seconds, say), or a function
+    (graph, node) -> cost.
+
+    The floor matters: copies (reshape, transpose, a slice, concat) count 0 FLOPs, and a
+    zero-cost tensor scores 0 under every DTR-style heuristic, so it would be evicted
+    first, always, however dear its evicted inputs are to get back. The DTR paper uses
+    measured times, and no kernel takes zero time: writing an element costs a unit."""
     if isinstance(costs, str):
         if costs == "flops":
-            return {n.name: float(flops_of(graph, n)) for n in graph.nodes}
+            return {n.name: float(max(flops_of(graph, n), _elements_written(graph, n)))
+                    for n in graph.nodes}
         if costs == "unit":
             return {n.name: 1.0 for n in graph.nodes}
         raise ValueError(f"costs must be 'flops', 'unit', a mapping or a function, "
@@ -214,6 +286,16 @@ def node_costs(graph: Graph, costs: CostSpec = "flops") -> dict[str, float]:
     if missing:
         raise GraphError(f"costs has no entry for node {missing[0]!r}")
     return {n.name: float(costs[n.name]) for n in graph.nodes}
+
+
+def _elements_written(graph: Graph, node: Node) -> int:
+    n = 0
+    for o in node.outputs:
+        k = 1
+        for d in graph.tensors[o].shape:
+            k *= int(d)
+        n += k
+    return n
 
 
 def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
@@ -260,7 +342,9 @@ def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
     for k in range(len(ops)):
         steps.append(("call", k))
         steps.extend(("release", t) for t in releases.get(k, ()))
-    return Program(tensors, ops, steps, graph.name, graph)
+    external = sum(graph.tensors[t.name].nbytes for t in tensors
+                   if t.external and graph.tensors[t.name].alias_of is None)
+    return Program(tensors, ops, steps, graph.name, graph, external)
 
 
 def as_program(source: Graph | Program, schedule: Sequence[str] | None = None,
@@ -274,16 +358,28 @@ def as_program(source: Graph | Program, schedule: Sequence[str] | None = None,
 
 def budget_bounds(graph: Graph | Program, schedule: Sequence[str] | None = None,
                   alignment: int = 512, costs: CostSpec = "flops") -> Bounds:
-    """`Bounds(lower, safe, peak)` of a graph (or program), in bytes of arena."""
+    """`Bounds(lower, safe, peak, external, live)` of a graph (or program): bytes of arena,
+    and the external bytes that make up the total peak with it."""
     return as_program(graph, schedule, alignment, costs).bounds()
 
 
-def resolve_budget(program: Program, budget: int | None, ratio: float | None) -> int:
-    """A budget in bytes from exactly one of `budget` (bytes) or `ratio` (of the peak)."""
+def resolve_budget(program: Program, budget: int | None, ratio: float | None,
+                   ratio_of: str = "total") -> int:
+    """Arena bytes from exactly one of `budget` (bytes of arena) or `ratio`: of the total
+    peak (external + arena peak, the DTR paper's definition; the default) or, with
+    `ratio_of="arena"`, of the arena peak alone. Raises BudgetError when the ratio leaves
+    no arena at all (the external bytes alone exceed it)."""
     if (budget is None) == (ratio is None):
         raise ValueError("give exactly one of budget= (bytes) or ratio= (of the peak)")
     if ratio is not None:
         if ratio <= 0:
             raise ValueError(f"ratio must be > 0, not {ratio}")
-        return int(ratio * program.bounds().peak)
+        b = program.bounds()
+        arena = b.arena_budget(ratio, ratio_of)
+        if arena < 0:
+            raise BudgetError(
+                f"{ratio:g} x the total peak {b.total:,} B of {program.name} is below its "
+                f"{b.external:,} B of parameters, inputs and outputs (never evicted): no "
+                f"arena is left", minimum=b.lower)
+        return arena
     return int(budget)

@@ -61,10 +61,11 @@ class DTRTrace:
     heuristic: str
     mode: str
     budget: int
-    peak: int                     # no-rematerialisation arena (ratio 1.0)
+    peak: int                     # no-rematerialisation arena, first fit (arena ratio 1.0)
     lower: int                    # smallest budget that could work
     safe: int                     # budget at which the runtime is guaranteed to finish
     base_cost: float              # cost of running every op once
+    external: int = 0             # bytes outside the arena (params, inputs, outputs)
     extra_cost: float = 0.0       # cost of rematerialisations
     evictions: int = 0            # tensors evicted to make room (not counting fake deletes)
     fake_deletes: int = 0         # bytes released at a tensor's last use, metadata kept
@@ -116,7 +117,15 @@ class DTRTrace:
 
     @property
     def ratio(self) -> float:
+        """Budget over the arena peak (`ratio_of="arena"`)."""
         return self.budget / self.peak if self.peak else 1.0
+
+    @property
+    def total_ratio(self) -> float:
+        """(budget + external) over (arena peak + external): the DTR paper's budget
+        ratio, of the total peak memory of the unmodified run (`ratio_of="total"`)."""
+        t = self.peak + self.external
+        return (self.budget + self.external) / t if t else 1.0
 
     @property
     def fragmentation(self) -> float:
@@ -131,13 +140,15 @@ class DTRTrace:
         return self.kernel_seconds / self.base_kernel_seconds
 
     def summary(self) -> str:
-        lines = [f"DTR {self.heuristic} ({self.mode}) on {self.program}: budget "
-                 f"{self.budget:,} B = {self.ratio:.2f} x peak {self.peak:,} B "
-                 f"(lower bound {self.lower:,}, safe {self.safe:,})",
+        lines = [f"DTR {self.heuristic} ({self.mode}) on {self.program}: arena budget "
+                 f"{self.budget:,} B = {self.total_ratio:.2f} x total peak "
+                 f"{self.peak + self.external:,} B = {self.ratio:.2f} x arena peak "
+                 f"{self.peak:,} B (lower bound {self.lower:,}, safe {self.safe:,})",
                  f"  compute x{self.overhead:.3f} ({self.rematerializations} op replays, "
                  f"{self.remat_tensors} tensors rematerialised), {self.evictions} evictions "
                  f"({self.frag_forced_evictions} forced by fragmentation), "
-                 f"{self.fake_deletes} fake deletes, {self.defrags} defrags",
+                 f"{self.fake_deletes} fake deletes, {self.defrags} defrags "
+                 f"({self.moved_bytes:,} B moved)",
                  f"  fragmentation {self.fragmentation:.3f}, arena high-water "
                  f"{self.max_used:,} B, search {self.search_seconds * 1000:.1f} ms, run "
                  f"{self.seconds * 1000:.1f} ms"]
@@ -186,16 +197,25 @@ class DTRRuntime:
     `sample` (False, True for ~sqrt(N) candidates with seeded random strides, or a count);
     `thrash_limit`: stop with ThrashError when rematerialisation cost exceeds this many
     times the base cost; `defrag`: when the free bytes would suffice but no block is large
-    enough, "last-resort" evicts by the heuristic and compacts the arena only when nothing
-    is left to evict, "first" compacts at once (MegEngine's defragmentation), "never"
-    only evicts.
+    enough, "first" (the default) compacts the arena at once, as MegEngine does (seed 003:
+    since v1.7 "defrag is on by default; when memory is short and fragmented the fragments
+    are merged"; in 1.4 `auto_evict` evicts by byte count and an allocation that then
+    fails triggers defragmentation); "last-resort" evicts by the heuristic and compacts
+    only when nothing is left to evict (what address-aware heuristics are compared under);
+    "never" only evicts.
+
+    Candidate selection: `choose_victim(candidates, need)` returns the tensor to evict
+    among the views of every resident, replayable tensor (pinned ones included, flagged
+    `t.pinned`), or None; by default the lowest heuristic score among the unpinned ones.
+    Override it in a subclass, or pass `select=fn` with the same signature.
     """
 
     def __init__(self, program: Program, budget: int, heuristic: Any = "dtr", *,
                  heuristic_args: dict | None = None, allocator: str = "first-fit",
                  sample: bool | int = False, seed: int = 0, thrash_limit: float = 10.0,
-                 defrag: bool | str = "last-resort", backend: Any = None,
-                 timeline: bool = True):
+                 defrag: bool | str = "first", backend: Any = None,
+                 timeline: bool = True,
+                 select: Callable[[list[TensorView], int], TensorView | None] | None = None):
         self.program, self.budget = program, int(budget)
         self.heuristic: Heuristic = get_heuristic(heuristic, **(heuristic_args or {}))
         if allocator not in ALLOCATORS:
@@ -208,6 +228,7 @@ class DTRRuntime:
         if defrag not in ("last-resort", "first", "never"):
             raise ValueError(f"defrag must be 'last-resort', 'first' or 'never', not {defrag!r}")
         self.thrash_limit, self.defrag, self.backend = thrash_limit, defrag, backend
+        self.select = select
         self._frames: list[list[Any]] = []
         self.record_timeline = timeline
         p = program
@@ -217,6 +238,10 @@ class DTRRuntime:
         self.state = [EXT if t.external else NEW for t in p.tensors]
         self.dead = [False] * n
         self.pins = [0] * n
+        # inputs of the op being run and of every op waiting below it in a recomputation
+        # (resolved or not): evicting one only to fetch it back a moment later is the
+        # first step of thrashing, so they go only when nothing else can
+        self.protect = [0] * n
         self.hold = [0] * n
         self.last = [0.0] * n
         self.recomputes = [0] * n
@@ -237,7 +262,7 @@ class DTRRuntime:
         mode = "real" if backend is not None else "sim"
         self.trace = DTRTrace(p.name, self.heuristic.name, mode, self.budget,
                               self.bounds.peak, self.bounds.lower, self.bounds.safe,
-                              p.base_cost)
+                              p.base_cost, self.bounds.external)
         self._limit_cost = thrash_limit * p.base_cost
         self._limit_replays = thrash_limit * max(p.calls, 1) + 100
 
@@ -296,6 +321,9 @@ class DTRRuntime:
         # A frame: [op index (-1: just fetch `want`), its input order, position]
         frames: list[list[Any]] = [[top, order_of[top] if top >= 0 else [want], 0]]
         self._frames = frames
+        protect = self.protect
+        for i in frames[0][1]:
+            protect[i] += 1
         while frames:
             f = frames[-1]
             k, order, pos = f
@@ -313,6 +341,8 @@ class DTRRuntime:
                     f[2] = pos
                     q = p.tensors[i].producer
                     frames.append([q, order_of[q], 0])
+                    for j in order_of[q]:
+                        protect[j] += 1
                     pushed = True
                     break
                 raise DTRError(f"{p.tensors[i].name} is {STATE_NAMES[st]} but "
@@ -329,6 +359,8 @@ class DTRRuntime:
             for i in order:
                 if arena[i]:
                     self._unpin(i)
+            for i in order:
+                protect[i] -= 1
             frames.pop()
 
     def _unpin(self, i: int) -> None:
@@ -561,29 +593,47 @@ class DTRRuntime:
         return out
 
     def _choose(self, need: int) -> list[int]:
-        """The victims of one eviction decision: the lowest-scoring unpinned candidate
-        (from a sample when sampling; the whole set if the sample has none)."""
-        h = self.heuristic
-        if h.window:
-            if self.arena.tracks_addresses:
-                return self._choose_window(need)
-            size, cost = self.size, h.score   # no addresses: a window rule's cost per byte
-            score = lambda v, now: cost(v, now) / size[v.index]   # noqa: E731
-        else:
-            score = h.score
-        now, pins = self.now, self.pins
+        """The victims of one eviction decision: `choose_victim` over the candidates (a
+        sample when sampling; the whole set if the sample gives none), or Coop's window.
+        Each set is offered twice: first without the unpinned inputs that waiting ops
+        still need (`protect`), then with them."""
+        if self.heuristic.window and self.arena.tracks_addresses:
+            return self._choose_window(need)
+        now, protect, pins = self.now, self.protect, self.pins
         pool = self._candidates()
         for cands in ((pool, self._cand) if pool is not self._cand else (pool,)):
-            best, best_s = -1, math.inf
-            for t in cands:
-                if pins[t]:
-                    continue
-                s = score(self._view(t, now), now)
-                if best < 0 or s < best_s:
-                    best, best_s = t, s
-            if best >= 0:
-                return [best]
+            for strict in (True, False):
+                v = self.choose_victim([self._view(t, now) for t in cands
+                                        if not (strict and protect[t] and not pins[t])],
+                                       need)
+                if v is not None:
+                    return [v.index]
         return []
+
+    def choose_victim(self, candidates: list[TensorView], need: int) -> TensorView | None:
+        """The public hook for candidate selection: which of `candidates` (views of the
+        resident, replayable tensors, pinned ones included: `t.pinned`) to evict so that
+        `need` bytes may fit; None if none may go. Default: `select(candidates, need)` if
+        given, else the unpinned one with the lowest heuristic score (the first on ties).
+        Must never return a pinned tensor (DTRError)."""
+        if self.select is not None:
+            v = self.select(candidates, need)
+            if v is not None and self.pins[v.index]:
+                raise DTRError(f"select chose {v.name}, which is pinned")
+            return v
+        h, now, pins = self.heuristic, self.now, self.pins
+        score = h.score
+        if h.window:        # no addresses: a window rule's cost per byte
+            size, cost = self.size, h.score
+            score = lambda v, now: cost(v, now) / size[v.index]   # noqa: E731
+        best, best_s = None, math.inf
+        for v in candidates:
+            if pins[v.index]:
+                continue
+            s = score(v, now)
+            if best is None or s < best_s:
+                best, best_s = v, s
+        return best
 
     def _choose_window(self, need: int) -> list[int]:
         """Coop's sliding window: over blocks in address order, the contiguous run of free

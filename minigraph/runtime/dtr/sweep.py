@@ -45,6 +45,8 @@ class SweepRow:
     measured_overhead: float | None = None  # real mode: kernel time / first-run kernel time
     peak_bytes: int | None = None
     error: str = ""
+    ratio_of: str = "total"                 # what `ratio` is a fraction of
+    arena_ratio: float | None = None        # budget / arena peak, whichever ratio_of
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -54,14 +56,17 @@ Progress = Callable[[int, int, SweepRow], None]
 
 
 def _row(name: str, h: str, ratio: float, budget: int, mode: str,
-         tr: DTRTrace | None, err: Exception | None) -> SweepRow:
+         tr: DTRTrace | None, err: Exception | None, ratio_of: str,
+         arena_ratio: float) -> SweepRow:
     if tr is None:
         status = "thrash" if isinstance(err, ThrashError) else "budget"
-        return SweepRow(name, h, ratio, budget, mode, status, error=str(err)[:200])
+        return SweepRow(name, h, ratio, budget, mode, status, error=str(err)[:200],
+                        ratio_of=ratio_of, arena_ratio=arena_ratio)
     return SweepRow(name, h, ratio, budget, mode, "ok", tr.overhead, tr.extra_compute,
                     tr.evictions, tr.rematerializations, tr.remat_tensors,
                     tr.search_seconds, tr.fragmentation, tr.frag_forced_evictions,
-                    tr.defrags, tr.seconds, tr.measured_overhead, tr.max_used)
+                    tr.defrags, tr.seconds, tr.measured_overhead, tr.max_used,
+                    ratio_of=ratio_of, arena_ratio=arena_ratio)
 
 
 def _progress_printer(done: int, total: int, row: SweepRow) -> None:
@@ -77,8 +82,12 @@ def _progress_printer(done: int, total: int, row: SweepRow) -> None:
 def sweep(graph: Graph | Program | Any, ratios: Sequence[float],
           heuristics: Sequence[Any] = ("dtr",), mode: str = "sim", *,
           progress: bool | Progress | None = None, feeds: Mapping[str, Any] | None = None,
-          **options: Any) -> list[SweepRow]:
+          ratio_of: str = "total", **options: Any) -> list[SweepRow]:
     """Run DTR for every heuristic x budget ratio; one `SweepRow` each.
+
+    Ratios are of the total no-rematerialisation peak (external bytes + arena peak, the
+    DTR paper's definition: the arena gets ratio x total - external) or, with
+    `ratio_of="arena"`, of the arena peak alone; ratio 1.0 never evicts either way.
 
     `graph`: a Graph, a Program, or a zoo `Model` (its graph; its feeds in real mode).
     `mode`: "sim" (costs only) or "real" (kernels in one arena; `feeds` default to the
@@ -104,15 +113,19 @@ def sweep(graph: Graph | Program | Any, ratios: Sequence[float],
                 from .examples import feeds_for
                 feeds = feeds_for(g)
     cb: Progress | None = _progress_printer if progress is True else (progress or None)
-    peak = program.bounds().peak
+    bounds = program.bounds()
     total = len(ratios) * len(heuristics)
     rows: list[SweepRow] = []
     for h in heuristics:
         hname = h if isinstance(h, str) else getattr(h, "name", getattr(h, "__name__", "custom"))
         for r in ratios:
-            budget = int(r * peak)
+            budget = bounds.arena_budget(r, ratio_of)
             tr, err = None, None
             try:
+                if budget < 0:
+                    raise BudgetError(f"{r:g} x the total peak leaves no arena: the "
+                                      f"{bounds.external:,} B outside it exceed that",
+                                      minimum=bounds.lower)
                 if mode == "sim":
                     tr = DTRRuntime(program, budget, h, **options).run()
                 else:
@@ -122,21 +135,25 @@ def sweep(graph: Graph | Program | Any, ratios: Sequence[float],
                     tr = ex.last_trace
             except (BudgetError, ThrashError) as e:
                 err = e
-            rows.append(_row(program.name, hname, r, budget, mode, tr, err))
+            rows.append(_row(program.name, hname, r, budget, mode, tr, err, ratio_of,
+                             bounds.ratios(budget)[1]))
             if cb is not None:
                 cb(len(rows), total, rows[-1])
     return rows
 
 
 def format_rows(rows: Sequence[SweepRow]) -> str:
-    """A markdown table: one line per run."""
+    """A markdown table: one line per run; `budget (of)` says which peak the ratio is of
+    ("total": with the external bytes, the DTR paper's; "arena": activations only)."""
     def f(v: Any, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
-    out = ["| graph | heuristic | budget | mode | status | compute | evictions | replays | "
-           "frag-forced | fragmentation | defrags | search ms | measured |",
-           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = ["| graph | heuristic | budget (of) | arena ratio | mode | status | compute | "
+           "evictions | replays | frag-forced | fragmentation | defrags | search ms | "
+           "measured |",
+           "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        out.append(f"| {r.graph} | {r.heuristic} | {r.ratio:.2f} | {r.mode} | {r.status} | "
+        out.append(f"| {r.graph} | {r.heuristic} | {r.ratio:.2f} ({r.ratio_of}) | "
+                   f"{f(r.arena_ratio, '.2f')} | {r.mode} | {r.status} | "
                    f"{f(r.overhead, '.3f')} | {f(r.evictions, 'd')} | "
                    f"{f(r.rematerializations, 'd')} | {f(r.frag_forced, 'd')} | "
                    f"{f(r.fragmentation, '.3f')} | {f(r.defrags, 'd')} | "
@@ -168,15 +185,19 @@ def plot_sweep(rows: Sequence[SweepRow], static: Sequence[Any] = (), ax: Any = N
         if bad:
             ax.plot([r.ratio for r in bad], [top] * len(bad), "x", color=line.get_color())
     markers = {"sqrt(n)": "s", "checkmate": "*"}
+    of = rows[0].ratio_of if rows else "total"
     for s in static:
-        ax.plot([s.ratio], [s.overhead], markers.get(s.method, "D"), ms=9, color="k",
+        x = s.total_ratio if of == "total" else s.ratio
+        ax.plot([x], [s.overhead], markers.get(s.method, "D"), ms=9, color="k",
                 mfc="none" if s.method == "sqrt(n)" else "gold", label=s.method)
     handles, labels = ax.get_legend_handles_labels()
     seen: dict[str, Any] = {}
     for hd, lb in zip(handles, labels):
         seen.setdefault(lb, hd)
     ax.legend(seen.values(), seen.keys(), fontsize=8)
-    ax.set_xlabel("budget / no-rematerialisation peak")
+    ax.set_xlabel("budget / no-rematerialisation peak" +
+                  (" (total: with parameters, inputs, outputs)" if of == "total" else
+                   " (arena only)"))
     ax.set_ylabel("compute / base compute")
     ax.set_ylim(0.95, top * 1.02)
     ax.invert_xaxis()

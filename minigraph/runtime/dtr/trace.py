@@ -216,11 +216,14 @@ def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
 
 
 def replay_trace(source: Any, budget: int | None = None, *, ratio: float | None = None,
-                 heuristic: Any = "dtr", alignment: int = 1, **options: Any) -> DTRTrace:
-    """Replay a DTR simulator trace in simulated mode; returns the `DTRTrace`."""
+                 heuristic: Any = "dtr", alignment: int = 1, ratio_of: str = "total",
+                 **options: Any) -> DTRTrace:
+    """Replay a DTR simulator trace in simulated mode; returns the `DTRTrace`. `ratio`
+    is of the total peak (the trace's constants + arena peak) or, `ratio_of="arena"`,
+    of the arena peak."""
     from .program import resolve_budget
     program = source if isinstance(source, Program) else parse_trace(source, alignment)
-    b = resolve_budget(program, budget, ratio)
+    b = resolve_budget(program, budget, ratio, ratio_of)
     return DTRRuntime(program, b, heuristic, **options).run()
 
 

@@ -1,0 +1,64 @@
+"""Run every benchmark script and write their output to benchmarks/RESULTS.md.
+
+    python benchmarks/collect.py            # full runs (tens of minutes on 2 cores)
+    python benchmarks/collect.py --quick    # the scripts' --quick variants
+
+Each section names the exact command and the date; nothing in RESULTS.md is typed by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SCRIPTS = [
+    ("Engine speed: one SGD step against PyTorch eager (issue: foundation)",
+     ["engine_speed.py"]),
+    ("Plan quality: model x order x planner (issues: static planning 1 and 2)",
+     ["plan_quality.py"]),
+    ("Planning time from 1,000 to 100,000 buffers", ["plan_scaling.py"]),
+    ("DTR: overhead per heuristic and budget", ["dtr.py"]),
+    ("Online allocators and fragmentation", ["allocators.py"]),
+    ("GPU script, dry run on NumPy (no GPU was lent to this run)", ["gpu.py", "--dry-run"]),
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated script names to rerun")
+    args = ap.parse_args()
+    out = HERE / "RESULTS.md"
+    old = out.read_text() if out.exists() else ""
+    sections = {}
+    for block in old.split("\n## ")[1:]:
+        sections[block.split("\n", 1)[0]] = "## " + block.rstrip()
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    for title, cmd in SCRIPTS:
+        if only and cmd[0] not in only:
+            continue
+        if args.quick and cmd[0] != "gpu.py":
+            cmd = cmd + ["--quick"]
+        print(f"running {' '.join(cmd)} ...", flush=True)
+        res = subprocess.run([sys.executable, str(HERE / cmd[0]), *cmd[1:]], capture_output=True,
+                             text=True, cwd=HERE.parent)
+        body = res.stdout.strip() or res.stderr.strip()[-3000:]
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        sections[title] = (f"## {title}\n\n`python benchmarks/{' '.join(cmd)}` "
+                           f"(exit {res.returncode}, {when}, {platform.node() or 'this machine'}, "
+                           f"{platform.machine()}, Python {platform.python_version()})\n\n{body}")
+    order = [t for t, _ in SCRIPTS] + [t for t in sections if t not in dict(SCRIPTS)]
+    text = "# Benchmark results\n\nWritten by `python benchmarks/collect.py`; each section " \
+           "says the command that printed it.\n\n" + \
+           "\n\n".join(sections[t] for t in order if t in sections) + "\n"
+    out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
