@@ -24,9 +24,6 @@ from .runtime.executor import Executor
 
 MAX_RUN_FLOPS = 5e10   # a step above this is planned but not run (ResNet-50: 786e9)
 
-# Planners that search (time limit applies); the ILP is skipped on big problems.
-SEARCH_PLANNERS = ("ilp", "anneal")
-
 
 @dataclass
 class Row:
@@ -39,7 +36,9 @@ class Row:
 
 def technique_rows(graph: Graph, time_limit: float = 0.5, ilp_max_buffers: int = 60,
                    anneal_max_buffers: int = 2000, alignment: int = 512) -> list[Row]:
-    """Plan `graph` with each technique in turn (each via `plan_memory`, each validated)."""
+    """Plan `graph` with each technique in turn (each via `plan_memory`, each validated).
+    The searching planners get `time_limit` seconds; the ILP is skipped above
+    `ilp_max_buffers` buffers, annealing above `anneal_max_buffers`."""
     base = MemoryOptions(alignment=alignment)
     rows = [
         Row("no reuse", base),

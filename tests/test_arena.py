@@ -152,7 +152,12 @@ def test_undeclared_kernel_temporaries_are_reported_by_node():
     s = ex.last_stats
     assert s.undeclared["hid"] >= 256 * 256 * 4
     assert max(v for k, v in s.undeclared.items() if k != "hid") < 4096
-    assert s.measured_peak >= s.expected_peak + 256 * 256 * 4 - 4096
+    # The undeclared temporary is real memory: it shows in the measured peak, and the
+    # executor counts it into the op temporaries, so the expected peak accounts for it.
+    assert s.workspace_bytes == 0
+    assert s.op_temporaries >= 256 * 256 * 4
+    assert s.measured_peak >= s.arena_bytes + s.unplanned_bytes + 256 * 256 * 4 - 4096
+    assert abs(s.measured_peak - s.expected_peak) <= 0.01 * s.expected_peak
 
 
 ZOO = ["mlp", "cnn", "resnet", "transformer", "lstm", "unet", "densenet"]

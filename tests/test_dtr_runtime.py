@@ -356,3 +356,23 @@ def test_choose_victim_is_the_public_selection_hook():
         return max(free, key=lambda t: t.size) if free else None
 
     assert DTRRuntime(p, budget, "dtr", select=biggest).run().evicted == tr.evicted
+
+
+def test_cached_neighbourhood_costs_are_never_stale():
+    """e* is cached per tensor and dropped when a tensor its search looked at changes
+    state; the run must make exactly the decisions of one that recomputes e* afresh at
+    every eviction (the paper scores lazily, over all candidates, at eviction time)."""
+    from minigraph.runtime.dtr.neighborhood import evicted_region
+
+    class Fresh(DTRRuntime):
+        def neighbor_cost(self, t):
+            p = self.program
+            return evicted_region(t, p.parents, p.children, self.evicted, self.cost_t)
+
+    from minigraph.models import get_model
+    p = program_from_graph(get_model("lstm", T=8, hidden=16, batch=64, input=8).graph)
+    budget = p.bounds().arena_budget(0.6, "arena")
+    a = DTRRuntime(p, budget, "dtr", timeline=False).run()
+    b = Fresh(p, budget, "dtr", timeline=False).run()
+    assert a.evictions > 0
+    assert a.evicted == b.evicted and a.extra_cost == b.extra_cost

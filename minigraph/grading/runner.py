@@ -124,13 +124,18 @@ def _student_traceback(tb_text: str) -> str:
     return "\n".join(keep[-30:])
 
 
-def _call(fn: Callable, args: tuple, kwargs: dict, post: Callable | None) -> dict:
-    """Run fn, capture prints and errors, return a picklable dict (runs in the child)."""
+def _call(fn: Callable, args: tuple, kwargs: dict, post: Callable | None,
+          capture: bool = True) -> dict:
+    """Run fn, capture prints and errors, return a picklable dict (runs in the child).
+
+    `capture=False` leaves sys.stdout alone: redirecting it is process-wide, and a thread
+    that outlives its time limit would keep everyone's prints until it ends."""
     out = io.StringIO()
     t0 = time.perf_counter()
+    quiet = (contextlib.redirect_stdout(out), contextlib.redirect_stderr(out)) if capture \
+        else (contextlib.nullcontext(), contextlib.nullcontext())
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
-                warnings.catch_warnings():
+        with quiet[0], quiet[1], warnings.catch_warnings():
             warnings.simplefilter("ignore")
             value = fn(*args, **kwargs)
             if post is not None:
@@ -176,7 +181,8 @@ def run_case(fn: Callable, args: tuple = (), kwargs: Mapping | None = None,
         return _outcome(_call(fn, args, kwargs, post))
     if mode == "thread":
         box: list[dict] = []
-        th = threading.Thread(target=lambda: box.append(_call(fn, args, kwargs, post)),
+        th = threading.Thread(target=lambda: box.append(_call(fn, args, kwargs, post,
+                                                              capture=False)),
                               daemon=True)
         th.start()
         th.join(time_limit)

@@ -119,12 +119,14 @@ class _Branch:
     buffers), its level (the offset where the next buffer goes) and the sections closed
     at that level, the moves to try in turn, the next one, and the undo record of the
     placement applied (None for none, or for a closing move)."""
-    __slots__ = ("lo", "hi", "members", "level", "closed", "moves", "k", "undo")
+    __slots__ = ("lo", "hi", "members", "level", "closed", "moves", "k", "undo", "later",
+                 "rlo", "rhi")
 
     def __init__(self, lo, hi, members, level, closed, moves):
         self.lo, self.hi, self.members = lo, hi, members
         self.level, self.closed, self.moves = level, closed, moves
-        self.k, self.undo = 0, None
+        self.k, self.undo, self.later = 0, None, set()
+        self.rlo, self.rhi = hi, lo      # where the failures below it happened
 
 
 class _Split:
@@ -138,7 +140,8 @@ class _Split:
 
 
 def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
-             deadline: float | None = None) -> tuple[str, list[int] | None, int]:
+             deadline: float | None = None, soft: int | None = None, jump: bool = False
+             ) -> tuple[str, list[int] | None, int]:
     """Depth-first search for a plan within `capacity`: (status, offsets, nodes used).
 
     status: FOUND (offsets by index), INFEASIBLE (every branch was cut: a proof),
@@ -249,7 +252,13 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             c += cover[x]
             s = lo + x
             if c:
-                if best_x < 0 or (CHOICE == 0 and c < best_c):
+                if CHOICE == 4:
+                    key = (min(crossing[s - 1] if s > lo else n, crossing[s] if s < hi - 1
+                               else n), c)
+                    if best_x < 0 or key < best_c:
+                        best_x, best_c = x, key
+                elif best_x < 0 or (CHOICE == 0 and c < best_c) or CHOICE == 2 \
+                        or (CHOICE == 3 and c <= best_c):
                     best_x, best_c = x, c
             elif total[s] and floor[s] <= level and s not in closed:
                 if total[s] > limit:
@@ -261,7 +270,21 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             closed = closed.union(gaps)
         s = lo + best_x
         moves = [j for j in viable if lo_s[j] <= s < hi_s[j]]
-        if ALIGN in (4, 5):
+        if ALIGN in (6, 7, 8):
+            heights = set(floor[lo:hi])
+
+            def fit(j):
+                t = level + size[j]
+                a, b = lo_s[j], hi_s[j]
+                top = (a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)
+                neck = min(crossing[a:b - 1], default=n)
+                if ALIGN == 6:
+                    return neck, -top, -(t in heights), rank[j]
+                if ALIGN == 7:
+                    return -top, neck, -(t in heights), rank[j]
+                return -top, -(t in heights), neck, rank[j]
+            moves.sort(key=fit)
+        elif ALIGN in (4, 5):
             heights = set(floor[lo:hi])
 
             def fit(j):
@@ -347,19 +370,25 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             shared[s] += size[i]
         off[i] = -1
 
-    def fits(rec):
+    cap_now = capacity
+    why = (0, 0)
+
+    def fits(rec, cap):
         """Section inference after a placement: each section must hold its unplaced
         bytes above its floor, and above the lowest minimum offset of those buffers."""
+        nonlocal cap_now, why
+        cap_now = cap
         i, _, raised = rec
         a, b = lo_s[i], hi_s[i]
+        why = (a, b)
         top = off[i] + size[i]
-        if top + max(total[a:b]) > capacity:
+        if top + max(total[a:b]) > cap_now:
             return False
         # The buffers alive on both sides of a step where the floor changes lie above
         # the higher floor.
-        if a > 0 and shared[a - 1] + max(top, floor[a - 1]) > capacity:
+        if a > 0 and shared[a - 1] + max(top, floor[a - 1]) > cap_now:
             return False
-        if b <= last and shared[b - 1] + max(top, floor[b]) > capacity:
+        if b <= last and shared[b - 1] + max(top, floor[b]) > cap_now:
             return False
         # A section's unplaced buffers can go no lower than their minimum offsets: if
         # all of them were raised, the bytes below the lowest are lost.
@@ -367,7 +396,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             a = min(lo_s[j] for j, _ in raised)
             b = max(hi_s[j] for j, _ in raised)
             for s in range(a, b):
-                room = capacity - total[s]
+                room = cap_now - total[s]
                 k = low[s]          # a buffer low enough last time
                 if off[k] < 0 and minoff[k] <= room or not total[s]:
                     continue
@@ -382,9 +411,10 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         if near:
             a = min(a, min(lo_s[j] for j in near))
             b = max(b, max(hi_s[j] for j in near))
+            why = (a, b)
             memo.clear()
             for s in range(a, b):
-                if total[s] and floor[s] + grain + total[s] > capacity and \
+                if total[s] and floor[s] + grain + total[s] > cap_now and \
                         not has_bottom(s):
                     return False
         return True
@@ -416,7 +446,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             return False
         for t in range(lo_s[j], hi_s[j]):
             g = f - floor[t]
-            if g and floor[t] + grain + total[t] > capacity and not exact_fill(t, g, j, f):
+            if g and floor[t] + grain + total[t] > cap_now and not exact_fill(t, g, j, f):
                 return False
         return True
 
@@ -462,6 +492,29 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         return open_branch(a, b, mem, sp.level,
                            frozenset(s for s in sp.closed if a <= s < b))
 
+    def jump_back(g):
+        """Conflict-directed backjumping (incomplete): after node g failed, skip the
+        nodes above it whose last decision lies outside where its failures happened."""
+        a, b = g.rlo, g.rhi
+        for m in g.moves:
+            x, y = (lo_s[m], hi_s[m]) if m >= 0 else (-1 - m, -m)
+            a, b = min(a, x), max(b, y)
+        if not g.moves:
+            a, b = g.lo, g.hi
+        a, b = a - 1, b + 1
+        while len(frames) > 1:
+            f = frames[-1]
+            if type(f) is _Split:
+                return
+            m = f.moves[f.k - 1]
+            x, y = (lo_s[m], hi_s[m]) if m >= 0 else (-1 - m, -m)
+            if x < b and a < y:
+                f.rlo, f.rhi = min(f.rlo, a), max(f.rhi, b)
+                return
+            frames.pop()
+            if f.undo is not None:
+                unplace(f.undo)
+
     # The root: the whole time axis, split where no buffer crosses.
     root = _Split(_initial_parts(p, crossing), 0, frozenset())
     frames: list = [root, open_part(root)]
@@ -472,14 +525,16 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             for rec in reversed(f.done):
                 unplace(rec)
             frames.pop()
-            if not frames:
-                return INFEASIBLE, None, nodes
+            if not frames:         # (backjumping may skip plans: no proof then)
+                return (ABORTED if jump else INFEASIBLE), best_partial, nodes
             continue
         if f.undo is not None:
             unplace(f.undo)
             f.undo = None
         if f.k == len(f.moves):
             frames.pop()
+            if jump:
+                jump_back(f)
             continue
         move = f.moves[f.k]
         f.k += 1
@@ -493,8 +548,17 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
                                       f.closed | {-1 - move}))
             continue
         rec = place(move)
-        if not fits(rec):
+        if not fits(rec, capacity):
             unplace(rec)
+            if why[0] < f.rlo:
+                f.rlo = why[0]
+            if why[1] > f.rhi:
+                f.rhi = why[1]
+            continue
+        if soft is not None and soft < capacity and move not in f.later and not fits(rec, soft):
+            unplace(rec)            # wastes bytes: try it after the moves that do not
+            f.moves.append(move)
+            f.later.add(move)
             continue
         f.undo = rec
         filled += area[move]
