@@ -8,9 +8,10 @@ Three markdown tables, every number computed here:
 1. zoo training graphs (`minigraph.models`, skipped with a note if it cannot be
    imported): problem x order x planner -> buffers, theoretical minimum of that order,
    arena, ratio, planning time (no in-place, alignment 512). The search planners
-   ("anneal", "ilp") run under the "best" order only, with a short time limit.
+   ("anneal", "ilp", "search") run under the "best" order only, with a short time limit.
 2. hard instances (guillotine tilings, `minigraph.memory.instances.hard_instance`) of 100
-   to 400 buffers: the optimum is known (= the capacity = the theoretical minimum).
+   to 400 buffers: the optimum is known (= the capacity = the theoretical minimum);
+   "anneal" and "search" get the same time limit.
 3. the ILP on 30-buffer hard instances: the best heuristic against the exact answer.
 """
 
@@ -32,10 +33,15 @@ from minigraph.memory.planners.ilp import best_heuristic  # noqa: E402
 HEURISTICS = ["none", "refcount", "ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size",
               "bestfit"]
 GRAPH_PLANNERS = ["refcount", "ge-hybrid", "ge", "greedy-size", "bestfit"]
+SEARCHES = ["anneal", "ilp", "search"]      # planners with a time limit
 ORDERS = ["program", "bfs", "dfs", "rdfs", "ge", "memory", "best"]
 QUICK_ORDERS = ["program", "rdfs", "ge", "memory", "best"]
 MODELS = ["mlp", "cnn", "resnet", "transformer", "lstm", "unet", "densenet", "resnet50"]
 QUICK_MODELS = ["mlp", "cnn", "resnet", "transformer"]
+
+
+# (problem, planner, ratio) of every row, for the targets summary at the end
+RESULTS: list[tuple[str, str, float]] = []
 
 
 def row(*cells) -> str:
@@ -64,12 +70,13 @@ def zoo_table(quick: bool, search_limit: float) -> None:
         for order in QUICK_ORDERS if quick else ORDERS:
             planners = list(GRAPH_PLANNERS)
             if order == "best":
-                planners += ["anneal", "ilp"]
+                planners += SEARCHES
             for planner in planners:
                 args = {"time_limit": search_limit, "seed": 0}
                 report = plan_memory(graph, MemoryOptions(sharing=planner, order=order,
                                                           planner_args=args))
-                note = report.plan.note if planner in ("anneal", "ilp") else ""
+                note = report.plan.note if planner in SEARCHES else ""
+                RESULTS.append((f"zoo {name} ({order})", planner, report.ratio_to_minimum))
                 print(row(name, order, planner, len(report.plan.offsets),
                           report.theoretical_minimum, report.arena_bytes,
                           f"{report.ratio_to_minimum:.3f}", f"{report.seconds * 1000:.1f}",
@@ -88,14 +95,39 @@ def hard_table(quick: bool, search_limit: float) -> None:
         for seed in seeds:
             bufs = hard_instance(n, capacity, 2 * n, seed)
             minimum = theoretical_minimum(bufs)
-            for planner in HEURISTICS + ["anneal"]:
-                kw = {"time_limit": search_limit, "seed": 0} if planner == "anneal" else {}
+            for planner in HEURISTICS + ["anneal", "search"]:
+                kw = {"time_limit": search_limit, "seed": 0} if planner in SEARCHES else {}
                 t0 = time.perf_counter()
                 aligned, placed = plan_buffers(bufs, planner, 1, **kw)
                 ms = (time.perf_counter() - t0) * 1000
                 arena = arena_size(aligned, placed.offsets)
+                if planner != "none":
+                    RESULTS.append((f"hard n={n} seed={seed}", planner, arena / minimum))
                 print(row(f"hard n={n} seed={seed}", "-", planner, n, minimum, arena,
                           f"{arena / minimum:.3f}", f"{ms:.1f}"))
+    print()
+
+
+def targets() -> None:
+    """The issue's targets, checked on the rows above: best planner within 1% and "ge"
+    within 5% of the theoretical minimum on every zoo graph (under its best order); the
+    best heuristic within 10% of the known optimum on every hard instance."""
+    print("## Targets\n")
+    print(header("problem", "best planner", "best ratio", "ge ratio", "target", "met"))
+    problems: dict[str, dict[str, float]] = {}
+    for prob, planner, ratio in RESULTS:
+        per = problems.setdefault(prob.split(" (")[0], {})
+        per[planner] = min(ratio, per.get(planner, float("inf")))
+    for prob, per in problems.items():
+        best = min(per, key=per.get)
+        if prob.startswith("zoo"):
+            ge = per.get("ge", float("nan"))
+            ok = per[best] <= 1.01 and ge <= 1.05
+            print(row(prob, best, f"{per[best]:.3f}", f"{ge:.3f}", "best <= 1.01, ge <= 1.05",
+                      "yes" if ok else "no"))
+        else:
+            ok = per[best] <= 1.10
+            print(row(prob, best, f"{per[best]:.3f}", "-", "best <= 1.10", "yes" if ok else "no"))
     print()
 
 
@@ -120,15 +152,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer models, orders and instances")
     ap.add_argument("--search-limit", type=float, default=None,
-                    help="seconds for anneal/ilp on graphs and anneal on instances "
-                         "(default 2, quick 0.5)")
+                    help="seconds for anneal/ilp/search on graphs and anneal/search on "
+                         "instances (default 2, quick 0.5)")
+    ap.add_argument("--hard-limit", type=float, default=None,
+                    help="seconds for anneal/search on the hard instances (default 10, "
+                         "quick 0.5)")
     ap.add_argument("--ilp-limit", type=float, default=10.0,
                     help="seconds for the ILP on 30-buffer instances (default 10)")
     args = ap.parse_args(argv)
     limit = args.search_limit if args.search_limit is not None else (0.5 if args.quick else 2.0)
     print("# Static memory planning: quality\n")
     zoo_table(args.quick, limit)
-    hard_table(args.quick, limit)
+    hard_limit = args.hard_limit if args.hard_limit is not None else \
+        (0.5 if args.quick else 10.0)
+    hard_table(args.quick, hard_limit)
+    targets()
     ilp_table(args.quick, args.ilp_limit)
     return 0
 

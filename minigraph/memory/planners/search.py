@@ -2,33 +2,41 @@
 
 DSA is strip packing with the x position of every box fixed (seed 002, paper 1): only the
 offsets are free. This planner follows MiniMalloc (Moffitt, ASPLOS 2023), which searches
-a small part of the space that still contains an optimal plan:
+a small part of the space that still holds an optimal plan, with a few additions:
 
 - **Canonical plans.** Drop every buffer as low as it goes: it then rests on the floor or
-  on a buffer below it. Such a plan, read in order of offset, is rebuilt by placing each
-  buffer at its *minimum offset*, the highest top among the placed buffers that overlap
-  it in time. So the search places buffers one at a time in non-decreasing offset order
-  (ties by a fixed preorder rank) and never chooses an offset: only which buffer is next.
-- **Sections.** Time is cut where the set of live buffers changes. A section keeps its
-  floor (the top of the placed buffers in it) and the bytes of its unplaced buffers.
-  Since every later buffer lies at or above the current offset, `max(floor, offset) +
-  unplaced bytes` must fit under the capacity in every section, or the branch is cut.
-  With the capacity at the theoretical minimum this means no byte may be wasted: the
-  lowest section must be filled next, by a buffer that starts right on its floor.
-- **Dominance.** A candidate whose minimum offset lies at or above some unplaced buffer's
-  minimum offset + size would leave a gap that buffer fits into; skip it.
-  Identical buffers (same steps and size) are placed in one fixed order.
-- **Decomposition.** When no unplaced buffer crosses some step boundary, the two sides
-  are independent: each is solved alone, and when one side has no plan, the other
-  side's alternatives are not tried (that is what makes guillotine-cut problems easy).
+  on a buffer below it, at its *minimum offset* (the highest top among the buffers
+  below it that are alive with it). The search places buffers in non-decreasing offset
+  order, each at its minimum offset: it never chooses an offset, only what goes next.
+- **Sections and levels.** Time is cut where the set of live buffers changes. A section
+  keeps its floor (the top of its placed buffers) and the bytes of its unplaced ones.
+  The *level* is the lowest minimum offset among the buffers that may go next. One
+  section whose floor is at or below the level is branched on: which buffer sits on it
+  at this level, or none (a gap: the section is "closed" until the level rises). The
+  section chosen is the one with the fewest candidates (fail first).
+- **Inference** (what cuts a branch). Every later buffer lies at or above the level, so
+  `max(floor, level) + unplaced bytes` must fit in each section. A section with no
+  byte to spare ("tight": always so when the capacity is the theoretical minimum) must
+  get a buffer exactly on its floor: the buffers at one level sit side by side, so the
+  tight sections must be covered by non-overlapping candidates (a 1D exact cover), and
+  a buffer can only sit on a floor above a lower tight section if some buffers there
+  sum to exactly the step between (a subset sum).
+- **Dominance.** A branch where some unplaced buffer would fit entirely below the
+  level is cut: lowering it gives a plan at least as good, found elsewhere. Identical
+  buffers (same steps, same size) are placed in index order.
+- **Decomposition.** When no unplaced buffer crosses a step boundary, the two sides are
+  independent: each is solved alone, and when one side has no plan the other side's
+  alternatives are not tried.
 
-The search answers a yes/no question, "is there a plan within capacity C?". The planner
-starts from the best of greedy-size and bestfit (an upper bound), asks first for C = the
-theoretical minimum (where it proves optimality at once if it succeeds), then
-bisects between the lower bound and the best plan found, with node budgets doubling
-each round and the preorder heuristics taken in turn. A "no" is a proof only when the
-search ran out of branches within its budget. The depth-first search keeps its own
-stack of frames: a thousand buffers deep is no problem for Python.
+`feasible` answers "is there a plan within capacity C?": FOUND, or INFEASIBLE (a proof:
+every branch was cut), or out of budget. The order of the choices (never what is cut) is
+a `Strategy`; a solution is often found with no backtracking at all under one strategy
+and not in thousands of nodes under another, so `plan_search` gives each strategy of
+`PORTFOLIO` a small node budget in turn, doubling the budgets each round. It starts from
+the better of greedy-size and bestfit (an upper bound), asks first for the theoretical
+minimum (success proves optimality), then bisects between the best lower bound and the
+best plan. The depth-first search keeps its own stack of frames, so a plan thousands of
+buffers deep needs no Python recursion.
 """
 
 from __future__ import annotations
@@ -37,19 +45,47 @@ import math
 import time
 from bisect import bisect_right
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ...errors import PlanError
-from ..buffers import Buffer, Placement, theoretical_minimum
+from ..buffers import Buffer, Placement
 from . import register
 from .anneal import overlap_lists
 from .offset import place_in_order, plan_bestfit, size_order
 
-# Preorder ranks (ties of the dynamic order "lowest minimum offset first"), as in
-# MiniMalloc: T = the most bytes alive in any section of the buffer, A = area
-# (bytes x steps), Z = size, L = lifetime. Larger first; the index breaks ties.
-CHOICE = 0
-ALIGN = 0
-HEURISTICS = ("TAZ", "ATZ", "ZTA", "LTZ")
+
+class Strategy(NamedTuple):
+    """How the search orders its choices (never what it may prune).
+
+    `order`: the static rank that breaks ties, as in MiniMalloc's preorderings, larger
+    first: T = the most bytes alive in a section the buffer spans, A = area (bytes x
+    steps), Z = size, L = lifetime; the index breaks the remaining ties.
+    `fit`: which candidate is tried first: "rank" alone, or "flat" (the one whose top
+    lands level with a neighbour's floor, then one whose top meets some floor), or
+    "pair" (as "flat", then one whose same-size neighbour in time sits at this level).
+    `pick`: the section branched on: the one with the "fewest" candidates (leftmost
+    on ties; "fewest-right": rightmost), or simply the "left"- or "right"-most.
+    """
+    order: str
+    fit: str
+    pick: str
+
+
+# Tried in turn, with node budgets doubling each round. The first ones are those that
+# solved the most guillotine instances (`instances.hard_instance`, 200 and 400 buffers,
+# seeds 3..12) within 1.5 nodes per buffer; the rest add variety.
+PORTFOLIO = (
+    Strategy("ZTA", "flat", "fewest"),
+    Strategy("LTZ", "flat", "fewest-right"),
+    Strategy("LTZ", "flat", "left"),
+    Strategy("TAZ", "pair", "fewest"),
+    Strategy("TAZ", "flat", "fewest-right"),
+    Strategy("LTZ", "pair", "fewest-right"),
+    Strategy("TAZ", "pair", "left"),
+    Strategy("ZTA", "flat", "fewest-right"),
+    Strategy("TAZ", "pair", "fewest-right"),
+    Strategy("LTZ", "flat", "right"),
+)
 
 FOUND, INFEASIBLE, ABORTED, TIMEOUT = "found", "infeasible", "aborted", "timeout"
 
@@ -83,7 +119,8 @@ class Problem:
         self.live, self.crossing, self.shared = live, crossing, shared
         self.lower_bound = max(live, default=0)
         self.grain = math.gcd(*self.size) if self.size else 1   # offsets are multiples
-        # Partners: same size, lifetimes end to end (one box cut across time).
+        # Partners: same size, lifetimes end to end (as two halves of a box cut across
+        # time are; the "pair" fit puts them level).
         by_end: dict[tuple[int, int], list[int]] = {}
         for i, b in enumerate(items):
             by_end.setdefault((b.end, b.size), []).append(i)
@@ -99,34 +136,36 @@ class Problem:
             key = (b.start, b.end, b.size)
             self.twin_before[i] = last.get(key, -1)
             last[key] = i
+        self._ranks: dict[str, list[int]] = {}
 
-    def ranks(self, heuristic: str) -> list[int]:
+    def ranks(self, order: str) -> list[int]:
         """rank[i]: position of buffer i in the static preorder (smaller goes first)."""
+        if order in self._ranks:
+            return self._ranks[order]
         fields = {"T": lambda i: max(self.live[self.lo[i]:self.hi[i]]),
                   "A": lambda i: self.size[i] * (self.items[i].end - self.items[i].start + 1),
                   "Z": lambda i: self.size[i],
                   "L": lambda i: self.items[i].end - self.items[i].start}
-        keys = [fields[c] for c in heuristic]
-        order = sorted(range(len(self.items)), key=lambda i: tuple(-k(i) for k in keys) + (i,))
-        rank = [0] * len(order)
-        for r, i in enumerate(order):
+        keys = [fields[c] for c in order]
+        by = sorted(range(len(self.items)), key=lambda i: tuple(-k(i) for k in keys) + (i,))
+        rank = [0] * len(by)
+        for r, i in enumerate(by):
             rank[i] = r
+        self._ranks[order] = rank
         return rank
 
 
 class _Branch:
     """A search node: the partition being solved (a section range and its unplaced
     buffers), its level (the offset where the next buffer goes) and the sections closed
-    at that level, the moves to try in turn, the next one, and the undo record of the
-    placement applied (None for none, or for a closing move)."""
-    __slots__ = ("lo", "hi", "members", "level", "closed", "moves", "k", "undo", "later",
-                 "rlo", "rhi")
+    at that level, the moves to try in turn (a buffer to place, or -1 - s: close
+    section s), the next one, and the undo record of the placement applied."""
+    __slots__ = ("lo", "hi", "members", "level", "closed", "moves", "k", "undo")
 
     def __init__(self, lo, hi, members, level, closed, moves):
         self.lo, self.hi, self.members = lo, hi, members
         self.level, self.closed, self.moves = level, closed, moves
-        self.k, self.undo, self.later = 0, None, set()
-        self.rlo, self.rhi = hi, lo      # where the failures below it happened
+        self.k, self.undo = 0, None
 
 
 class _Split:
@@ -139,13 +178,13 @@ class _Split:
         self.level, self.closed = level, closed
 
 
-def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
-             deadline: float | None = None, soft: int | None = None, jump: bool = False
-             ) -> tuple[str, list[int] | None, int]:
+def feasible(problem: Problem, capacity: int, strategy: Strategy, node_budget: int,
+             deadline: float | None = None) -> tuple[str, list[int] | None, int]:
     """Depth-first search for a plan within `capacity`: (status, offsets, nodes used).
 
-    status: FOUND (offsets by index), INFEASIBLE (every branch was cut: a proof),
-    ABORTED (node budget spent) or TIMEOUT (past `deadline`, a `perf_counter` time).
+    status: FOUND (offsets by buffer index), INFEASIBLE (every branch was cut: a proof
+    that no plan fits), ABORTED (`node_budget` spent) or TIMEOUT (past `deadline`, a
+    `time.perf_counter()` value). A node is one move tried.
     """
     p = problem
     n = len(p.items)
@@ -154,24 +193,24 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
     if capacity < p.lower_bound:
         return INFEASIBLE, None, 0
     size, lo_s, hi_s, overlaps, twin = p.size, p.lo, p.hi, p.overlaps, p.twin_before
-    sect_members, grain = p.members, p.grain
-    partners = p.partners
-    off = [-1] * n
-    minoff = [0] * n
-    floor = [0] * p.n_sections
-    total = list(p.live)
-    crossing = list(p.crossing)
-    shared = list(p.shared)
-    last = p.n_sections - 1
+    sect_members, grain, partners, last = p.members, p.grain, p.partners, p.n_sections - 1
+    rank = p.ranks(strategy.order)
+    fit, pick = strategy.fit, strategy.pick
+    off = [-1] * n                  # offset of each placed buffer, -1 if unplaced
+    minoff = [0] * n                # highest top among placed buffers alive with it
+    floor = [0] * p.n_sections      # highest top among placed buffers in the section
+    total = list(p.live)            # bytes of unplaced buffers in the section
+    crossing = list(p.crossing)     # unplaced buffers alive in sections s and s + 1
+    shared = list(p.shared)         # and their bytes
 
     def open_branch(lo, hi, members, level, closed):
         """The node for `members` (unplaced, in sections [lo, hi)) when the last buffer
         went at `level` and the sections `closed` may hold nothing more there.
 
         The next level is the lowest minimum offset of a buffer that may go next. Of
-        the sections whose floor is at or below it, the one with the fewest buffers
-        able to sit there is branched on: each of those buffers, or none ("close" it,
-        leaving a gap). A section nobody can sit in is closed at once."""
+        the sections whose floor is at or below it, one is branched on (see `pick`):
+        each buffer that can sit there, or none ("close" it: a gap). A section nobody
+        can sit in is closed at once."""
         fail = _Branch(lo, hi, members, level, closed, ())
         width = hi - lo
         if closed:                  # shut[x]: closed sections among lo .. lo + x - 1
@@ -211,21 +250,18 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             starts.setdefault(lo_s[j] - lo, []).append(j)
         limit = capacity - grain - level
         need = [total[s] > limit and floor[s] <= level for s in range(lo, hi)]
-        if closed:
-            for s in closed:
-                need[s - lo] = False
+        for s in closed:
+            need[s - lo] = False
         back = [False] * (width + 1)
         back[width] = True
         for x in range(width - 1, -1, -1):
-            if need[x]:
-                ok = False
+            ok = not need[x] and back[x + 1]
+            if not ok:
                 for j in starts.get(x, ()):
                     if back[hi_s[j] - lo]:
                         ok = True
                         break
-                back[x] = ok
-            else:
-                back[x] = back[x + 1] or any(back[hi_s[j] - lo] for j in starts.get(x, ()))
+            back[x] = ok
         if not back[0]:
             return fail
         reach = [False] * (width + 1)
@@ -245,20 +281,15 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
                     cover[x] += 1
                     cover[e] -= 1
         # Open sections (floor at or below the level, bytes left) that no viable
-        # candidate covers get a gap here; the one with the fewest candidates is chosen.
+        # candidate covers get a gap here.
         gaps = []
         best_x, best_c, c = -1, 0, 0
         for x in range(width):
             c += cover[x]
             s = lo + x
             if c:
-                if CHOICE == 4:
-                    key = (min(crossing[s - 1] if s > lo else n, crossing[s] if s < hi - 1
-                               else n), c)
-                    if best_x < 0 or key < best_c:
-                        best_x, best_c = x, key
-                elif best_x < 0 or (CHOICE == 0 and c < best_c) or CHOICE == 2 \
-                        or (CHOICE == 3 and c <= best_c):
+                if best_x < 0 or pick == "right" or (pick == "fewest" and c < best_c) \
+                        or (pick == "fewest-right" and c <= best_c):
                     best_x, best_c = x, c
             elif total[s] and floor[s] <= level and s not in closed:
                 if total[s] > limit:
@@ -270,67 +301,24 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             closed = closed.union(gaps)
         s = lo + best_x
         moves = [j for j in viable if lo_s[j] <= s < hi_s[j]]
-        if ALIGN in (6, 7, 8):
-            heights = set(floor[lo:hi])
-
-            def fit(j):
-                t = level + size[j]
-                a, b = lo_s[j], hi_s[j]
-                top = (a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)
-                neck = min(crossing[a:b - 1], default=n)
-                if ALIGN == 6:
-                    return neck, -top, -(t in heights), rank[j]
-                if ALIGN == 7:
-                    return -top, neck, -(t in heights), rank[j]
-                return -top, -(t in heights), neck, rank[j]
-            moves.sort(key=fit)
-        elif ALIGN in (4, 5):
-            heights = set(floor[lo:hi])
-
-            def fit(j):
-                t = level + size[j]
-                a, b = lo_s[j], hi_s[j]
-                pair = 0
-                for k in partners[j]:
-                    if off[k] == level or (off[k] < 0 and minoff[k] == level):
-                        pair += 1
-                    elif off[k] >= 0:
-                        pair -= 1
-                top = (a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)
-                if ALIGN == 4:
-                    return -pair, -top, -(t in heights), rank[j]
-                return -top, -(t in heights), -pair, rank[j]
-            moves.sort(key=fit)
-        elif ALIGN == 3:
-            heights = set(floor[lo:hi])
-
-            def fit(j):
-                t = level + size[j]
-                a, b = lo_s[j], hi_s[j]
-                pair = 0
-                for k in partners[j]:
-                    if off[k] == level or (off[k] < 0 and minoff[k] == level):
-                        pair = 1
-                return -((a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)), \
-                    -pair, -(t in heights), rank[j]
-            moves.sort(key=fit)
-        elif ALIGN == 2:
-            heights = set(floor[lo:hi])
-
-            def fit(j):
-                t = level + size[j]
-                a, b = lo_s[j], hi_s[j]
-                return -((a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)), \
-                    -(t in heights), rank[j]
-            moves.sort(key=fit)
-        elif ALIGN:
-            def fit(j):
-                t = level + size[j]
-                a, b = lo_s[j], hi_s[j]
-                return -((a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)), rank[j]
-            moves.sort(key=fit)
-        else:
+        if fit == "rank":
             moves.sort(key=rank.__getitem__)
+        else:
+            heights = set(floor[lo:hi])
+
+            def key(j):
+                t = level + size[j]
+                a, b = lo_s[j], hi_s[j]
+                flush = (a > lo and floor[a - 1] == t) + (b < hi and floor[b] == t)
+                pair = 0
+                if fit == "pair":
+                    for k in partners[j]:
+                        if off[k] == level or (off[k] < 0 and minoff[k] == level):
+                            pair += 1
+                        elif off[k] >= 0:
+                            pair -= 1
+                return -flush, -(t in heights), -pair, rank[j]
+            moves.sort(key=key)
         if not need[best_x]:
             moves.append(-1 - s)
         return _Branch(lo, hi, members, level, closed, moves)
@@ -356,9 +344,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         return (i, old_floor, raised)
 
     def unplace(rec):
-        nonlocal filled
         i, old_floor, raised = rec
-        filled -= area[i]
         a, b = lo_s[i], hi_s[i]
         for j, m in raised:
             minoff[j] = m
@@ -370,35 +356,31 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             shared[s] += size[i]
         off[i] = -1
 
-    cap_now = capacity
-    why = (0, 0)
+    low = [m[0] if m else 0 for m in sect_members]   # caches, checked before use
+    witness = [-1] * p.n_sections
+    memo: dict[tuple[int, int, int], bool] = {}
 
-    def fits(rec, cap):
-        """Section inference after a placement: each section must hold its unplaced
-        bytes above its floor, and above the lowest minimum offset of those buffers."""
-        nonlocal cap_now, why
-        cap_now = cap
+    def fits(rec):
+        """Section inference after placing a buffer: may this branch still hold a plan?"""
         i, _, raised = rec
         a, b = lo_s[i], hi_s[i]
-        why = (a, b)
         top = off[i] + size[i]
-        if top + max(total[a:b]) > cap_now:
+        if top + max(total[a:b]) > capacity:
             return False
-        # The buffers alive on both sides of a step where the floor changes lie above
-        # the higher floor.
-        if a > 0 and shared[a - 1] + max(top, floor[a - 1]) > cap_now:
+        # The buffers alive on both sides of a step in the floors lie above the higher.
+        if a > 0 and shared[a - 1] + max(top, floor[a - 1]) > capacity:
             return False
-        if b <= last and shared[b - 1] + max(top, floor[b]) > cap_now:
+        if b <= last and shared[b - 1] + max(top, floor[b]) > capacity:
             return False
-        # A section's unplaced buffers can go no lower than their minimum offsets: if
-        # all of them were raised, the bytes below the lowest are lost.
+        # A section's unplaced buffers go no lower than their minimum offsets: if all
+        # of them were raised too high, the bytes below the lowest are lost.
         if raised:
             a = min(lo_s[j] for j, _ in raised)
             b = max(hi_s[j] for j, _ in raised)
             for s in range(a, b):
-                room = cap_now - total[s]
+                room = capacity - total[s]
                 k = low[s]          # a buffer low enough last time
-                if off[k] < 0 and minoff[k] <= room or not total[s]:
+                if not total[s] or off[k] < 0 and minoff[k] <= room:
                     continue
                 for k in sect_members[s]:
                     if off[k] < 0 and minoff[k] <= room:
@@ -409,21 +391,14 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         # A section that may waste nothing needs a buffer that can sit on its floor.
         near = [j for j in overlaps[i] if off[j] < 0]
         if near:
-            a = min(a, min(lo_s[j] for j in near))
-            b = max(b, max(hi_s[j] for j in near))
-            why = (a, b)
+            a = min(lo_s[j] for j in near)
+            b = max(hi_s[j] for j in near)
             memo.clear()
             for s in range(a, b):
-                if total[s] and floor[s] + grain + total[s] > cap_now and \
+                if total[s] and floor[s] + grain + total[s] > capacity and \
                         not has_bottom(s):
                     return False
         return True
-
-    memo: dict[tuple[int, int, int], bool] = {}
-    witness = [-1] * p.n_sections
-    low = [m[0] if m else 0 for m in sect_members]
-    area = [size[i] * (p.items[i].end - p.items[i].start + 1) for i in range(n)]
-    filled, best_filled, best_partial = 0, -1, None
 
     def has_bottom(s):
         """Can some unplaced buffer of section s sit right on its floor? (The one found
@@ -446,7 +421,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             return False
         for t in range(lo_s[j], hi_s[j]):
             g = f - floor[t]
-            if g and floor[t] + grain + total[t] > cap_now and not exact_fill(t, g, j, f):
+            if g and floor[t] + grain + total[t] > capacity and not exact_fill(t, g, j, f):
                 return False
         return True
 
@@ -454,10 +429,9 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         """Do some unplaced buffers of section t (not j), each fitting below f, sum to
         exactly g bytes? (Says yes when the sums get too many to follow.)"""
         key = (t, g, f)
-        if minoff[j] + size[j] > f:      # j could not be one of them anyway
-            known = memo.get(key)
-            if known is not None:
-                return known
+        alone = minoff[j] + size[j] > f      # j could not be one of them anyway
+        if alone and key in memo:
+            return memo[key]
         parts = [size[k] for k in sect_members[t]
                  if k != j and off[k] < 0 and minoff[k] + size[k] <= f]
         ok = False
@@ -468,7 +442,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
                 if g in sums or len(sums) > 64:
                     ok = True
                     break
-        if minoff[j] + size[j] > f:
+        if alone:
             memo[key] = ok
         return ok
 
@@ -492,31 +466,9 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
         return open_branch(a, b, mem, sp.level,
                            frozenset(s for s in sp.closed if a <= s < b))
 
-    def jump_back(g):
-        """Conflict-directed backjumping (incomplete): after node g failed, skip the
-        nodes above it whose last decision lies outside where its failures happened."""
-        a, b = g.rlo, g.rhi
-        for m in g.moves:
-            x, y = (lo_s[m], hi_s[m]) if m >= 0 else (-1 - m, -m)
-            a, b = min(a, x), max(b, y)
-        if not g.moves:
-            a, b = g.lo, g.hi
-        a, b = a - 1, b + 1
-        while len(frames) > 1:
-            f = frames[-1]
-            if type(f) is _Split:
-                return
-            m = f.moves[f.k - 1]
-            x, y = (lo_s[m], hi_s[m]) if m >= 0 else (-1 - m, -m)
-            if x < b and a < y:
-                f.rlo, f.rhi = min(f.rlo, a), max(f.rhi, b)
-                return
-            frames.pop()
-            if f.undo is not None:
-                unplace(f.undo)
-
-    # The root: the whole time axis, split where no buffer crosses.
-    root = _Split(_initial_parts(p, crossing), 0, frozenset())
+    # The root: the whole time axis, split where no buffer crosses. `frames` is the
+    # depth-first search's stack (no recursion, however many buffers).
+    root = _Split(_initial_parts(p), 0, frozenset())
     frames: list = [root, open_part(root)]
     nodes = 0
     while True:
@@ -525,45 +477,31 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             for rec in reversed(f.done):
                 unplace(rec)
             frames.pop()
-            if not frames:         # (backjumping may skip plans: no proof then)
-                return (ABORTED if jump else INFEASIBLE), best_partial, nodes
+            if not frames:
+                return INFEASIBLE, None, nodes
             continue
         if f.undo is not None:
             unplace(f.undo)
             f.undo = None
         if f.k == len(f.moves):
             frames.pop()
-            if jump:
-                jump_back(f)
             continue
         move = f.moves[f.k]
         f.k += 1
         nodes += 1
         if nodes > node_budget:
-            return ABORTED, best_partial, nodes - 1
-        if deadline is not None and not nodes & 255 and time.perf_counter() > deadline:
-            return TIMEOUT, best_partial, nodes
+            return ABORTED, None, nodes - 1
+        if deadline is not None and not nodes & 15 and time.perf_counter() > deadline:
+            return TIMEOUT, None, nodes
         if move < 0:                 # close a section: nothing more sits at this level
             frames.append(open_branch(f.lo, f.hi, f.members, f.level,
                                       f.closed | {-1 - move}))
             continue
         rec = place(move)
-        if not fits(rec, capacity):
+        if not fits(rec):
             unplace(rec)
-            if why[0] < f.rlo:
-                f.rlo = why[0]
-            if why[1] > f.rhi:
-                f.rhi = why[1]
-            continue
-        if soft is not None and soft < capacity and move not in f.later and not fits(rec, soft):
-            unplace(rec)            # wastes bytes: try it after the moves that do not
-            f.moves.append(move)
-            f.later.add(move)
             continue
         f.undo = rec
-        filled += area[move]
-        if filled > best_filled:
-            best_filled, best_partial = filled, off[:]
         rest = [j for j in f.members if off[j] < 0]
         if rest:
             parts = split(move, f.lo, f.hi, rest)
@@ -596,7 +534,7 @@ def feasible(problem: Problem, capacity: int, rank: list[int], node_budget: int,
             carry = sp.done
 
 
-def _initial_parts(p: Problem, crossing: list[int]) -> list[tuple[int, int, list[int]]]:
+def _initial_parts(p: Problem) -> list[tuple[int, int, list[int]]]:
     """Section ranges that no buffer crosses, each with its buffers."""
     by_lo: dict[int, list[int]] = {}
     for i in range(len(p.items)):
@@ -604,11 +542,13 @@ def _initial_parts(p: Problem, crossing: list[int]) -> list[tuple[int, int, list
     parts, start, mem = [], 0, []
     for s in range(p.n_sections):
         mem += by_lo.get(s, [])
-        if s == p.n_sections - 1 or crossing[s] == 0:
+        if s == p.n_sections - 1 or p.crossing[s] == 0:
             if mem:
                 parts.append((start, s + 1, mem))
             start, mem = s + 1, []
     return parts
+
+
 def _arena(problem: Problem, offsets: Sequence[int]) -> int:
     return max((o + s for o, s in zip(offsets, problem.size)), default=0)
 
@@ -619,10 +559,13 @@ def plan_search(buffers: Sequence[Buffer], time_limit: float | None = 2.0,
     """Branch and bound over canonical plans (MiniMalloc), anytime.
 
     Starts from the better of greedy-size and bestfit, so it is never worse than either.
-    `node_limit` bounds the nodes of all searches together (the result is then a function
-    of the input alone); `time_limit` (seconds, None for none) stops earlier, and the note
-    says so. The note says "optimal" when the plan meets the theoretical minimum or a
-    search proved that one byte less has no plan; otherwise the gap to the best bound.
+    Each round gives the strategies of `PORTFOLIO`, four at a time, a node budget to find
+    a plan at the lower bound, each batch followed by a bisection between the lower
+    bound and the best plan so far; budgets double from round to round. `node_limit`
+    bounds the nodes of all searches together (the result is then a function of the
+    input alone); `time_limit` (seconds, None for none) stops earlier, and the note says
+    so. The note says "optimal" when the plan meets the theoretical minimum or a search
+    proved that no smaller plan exists; otherwise it gives the gap to the best lower bound.
     """
     if node_limit is not None and node_limit < 0:
         raise PlanError(f"search: node_limit must be >= 0, not {node_limit}")
@@ -633,52 +576,78 @@ def plan_search(buffers: Sequence[Buffer], time_limit: float | None = 2.0,
     if not items:
         return Placement(offsets_out, "optimal (nothing to place)")
     problem = Problem(items)
-    lower = problem.lower_bound
-    assert lower == theoretical_minimum(items)
     greedy = place_in_order(items, size_order(items))
     fitted = plan_bestfit(items).offsets
     fitted = [fitted[b.id] for b in items]
-    best, start = min((_arena(problem, greedy), greedy), (_arena(problem, fitted), fitted))
-    start_arena = best
-    nodes, stopped, proved = 0, "", lower     # proved: no plan below it exists
-    heuristics = [problem.ranks(h) for h in HEURISTICS]
-    budget = max(64, 2 * len(items))
-    while best > proved and not stopped:
-        lo, hi = proved, best - 1             # bisect [lo, hi] with this round's budget
-        while lo <= hi and not stopped:
-            cap = lo if lo == proved else (lo + hi) // 2
-            outcome = ABORTED
-            for rank in heuristics:
-                left = budget if node_limit is None else min(budget, node_limit - nodes)
-                if left <= 0:
-                    stopped = "node limit"
-                    break
-                outcome, found, used = feasible(problem, cap, rank, left, deadline)
-                nodes += used
-                if outcome == TIMEOUT:
-                    stopped = "time limit"
-                if outcome != ABORTED:
-                    break
+    best, plan = min((_arena(problem, greedy), greedy), (_arena(problem, fitted), fitted))
+    start = best
+    proved = problem.lower_bound             # no plan below it exists
+    grain = problem.grain
+    nodes, stopped = 0, ""
+    budget = max(64, 3 * len(items) // 2)
+    roomy = list(PORTFOLIO)                  # for capacities above the lower bound
+
+    def attempt(cap: int, strategies: list[Strategy]) -> str:
+        """Ask each strategy in turn for a plan within `cap` bytes (the one that finds
+        it moves to the front of `strategies`)."""
+        nonlocal nodes, stopped, best, plan, proved
+        for k, strategy in enumerate(strategies):
+            left = budget if node_limit is None else min(budget, node_limit - nodes)
+            if left <= 0:
+                stopped = "node limit"
+                return ABORTED
+            outcome, found, used = feasible(problem, cap, strategy, left, deadline)
+            nodes += used
             if outcome == FOUND:
                 arena = _arena(problem, found)
                 if arena < best:
-                    best, start = arena, list(found)
-                hi = min(hi, arena - 1)
-            elif outcome == INFEASIBLE:
-                proved = lo = cap + 1
+                    best, plan = arena, list(found)
+                strategies.insert(0, strategies.pop(k))
+                return FOUND
+            if outcome == INFEASIBLE:     # arenas are multiples of the grain
+                proved = max(proved, (cap // grain + 1) * grain)
+                return INFEASIBLE
+            if outcome == TIMEOUT:
+                stopped = "time limit"
+                return TIMEOUT
+        return ABORTED
+
+    def bisect() -> None:
+        """Bisect (in grains) between the bounds down to about 0.4% of the lower bound;
+        the last few grains above the lower bound are tried one by one."""
+        lo, hi = proved // grain + 1, best // grain - 1
+        step = max(1, proved // grain // 256)
+        while lo <= hi and not stopped and best > proved:
+            if hi - lo < 4:
+                mid = lo
+            elif hi - lo < step:
+                break
             else:
-                lo = cap + 1
+                mid = (lo + hi) // 2
+            if attempt(mid * grain, roomy) == FOUND:
+                hi = min(hi, best // grain - 1)
+            else:
+                lo = max(mid + 1, proved // grain)
+
+    while best > proved and not stopped:
+        # The lower bound itself, a few strategies at a time, each batch followed by a
+        # bisection (so a problem that is hard at the bound still improves early).
+        for k in range(0, len(PORTFOLIO), 4):
+            if best <= proved or stopped:
+                break
+            if attempt(proved, list(PORTFOLIO[k:k + 4])) == ABORTED:
+                bisect()
         budget *= 2
-    for b, o in zip(items, start):
+    for b, o in zip(items, plan):
         offsets_out[b.id] = o
     took = time.perf_counter() - t0
     if best <= proved:
-        how = ("meets the theoretical minimum" if best == lower
-               else f"no plan of {best - 1} B exists")
+        how = ("meets the theoretical minimum" if best == problem.lower_bound
+               else f"no plan below {best} B exists")
         note = f"optimal ({how})"
     else:
         note = f"gap {100.0 * (best - proved) / best:.1f}% to the lower bound {proved} B"
         if stopped:
             note += f", {stopped} reached"
-    return Placement(offsets_out, f"search: {start_arena} -> {best} B, {note}; "
+    return Placement(offsets_out, f"search: {start} -> {best} B, {note}; "
                      f"{nodes} nodes, {took:.2f} s")

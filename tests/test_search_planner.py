@@ -1,0 +1,169 @@
+"""The "search" planner: MiniMalloc-style branch and bound over canonical plans."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from minigraph.errors import PlanError
+from minigraph.memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
+from minigraph.memory.instances import ge_seed_example, hard_instance, random_buffers
+from minigraph.memory.planners import PLANNERS, get_planner, plan_buffers
+from minigraph.memory.planners.search import (
+    ABORTED,
+    FOUND,
+    INFEASIBLE,
+    PORTFOLIO,
+    Problem,
+    feasible,
+)
+
+# 13 buffers whose theoretical minimum (21 B) has no plan: the optimum is 22 B (the ILP
+# agrees). Found by sampling small random problems.
+GAP_13 = [(0, 6, 12, 3), (1, 3, 9, 3), (2, 0, 4, 3), (3, 4, 4, 2), (4, 3, 3, 6),
+          (5, 0, 1, 6), (6, 1, 6, 2), (7, 1, 5, 1), (8, 9, 9, 3), (9, 4, 5, 1),
+          (10, 5, 10, 4), (11, 0, 6, 6), (12, 4, 11, 3)]
+
+
+def run(buffers, alignment: int = 1, **kw):
+    aligned, placed = plan_buffers(buffers, "search", alignment, **kw)
+    validate_offsets(aligned, placed.offsets, alignment=alignment)
+    return arena_size(aligned, placed.offsets), placed
+
+
+def test_search_is_registered():
+    get_planner("search")
+    assert "search" in PLANNERS
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plans_of_random_buffers_validate_and_never_lose_to_greedy_size_or_bestfit(seed):
+    bufs = random_buffers(150, seed=seed)
+    size, placed = run(bufs, 512, node_limit=400, time_limit=None)
+    for other in ("greedy-size", "bestfit"):
+        aligned, p = plan_buffers(bufs, other, 512)
+        assert size <= arena_size(aligned, p.offsets)
+    assert size >= theoretical_minimum(plan_buffers(bufs, "none", 512)[0])
+    assert placed.note.startswith("search: ")
+
+
+def test_with_no_nodes_it_returns_the_better_heuristic_and_says_why():
+    bufs = hard_instance(80, 1 << 16, 160, seed=3)
+    size, placed = run(bufs, node_limit=0, time_limit=None)
+    starts = []
+    for other in ("greedy-size", "bestfit"):
+        aligned, p = plan_buffers(bufs, other, 1)
+        starts.append(arena_size(aligned, p.offsets))
+    assert size == min(starts) > theoretical_minimum(bufs)
+    assert "node limit reached" in placed.note
+
+
+def test_seed_001_example_is_solved_optimally():
+    size, placed = run(ge_seed_example())
+    assert size == 4608 == theoretical_minimum(ge_seed_example())
+    assert "optimal (meets the theoretical minimum)" in placed.note
+
+
+@pytest.mark.parametrize("n,capacity,steps", [(10, 64, 8), (20, 1000, 20), (40, 4096, 40),
+                                              (60, 1 << 16, 120)])
+def test_small_guillotine_tilings_are_solved_exactly(n, capacity, steps):
+    for seed in range(5):
+        bufs = hard_instance(n, capacity, steps, seed)
+        size, placed = run(bufs, time_limit=None, node_limit=200_000)
+        assert size == capacity, (n, seed, placed.note)
+        assert "optimal" in placed.note
+
+
+def test_guillotine_tilings_of_200_buffers_reach_the_optimum_in_a_second():
+    for seed in range(3):
+        bufs = hard_instance(200, 1 << 20, 400, seed)
+        t0 = time.perf_counter()
+        size, placed = run(bufs, time_limit=5.0)
+        assert size == 1 << 20, placed.note
+        assert time.perf_counter() - t0 < 2.0
+
+
+def test_an_exhausted_search_proves_the_minimum_has_no_plan():
+    bufs = [Buffer(*t) for t in GAP_13]
+    assert theoretical_minimum(bufs) == 21
+    size, placed = run(bufs, time_limit=None, node_limit=200_000)
+    assert size == 22
+    assert "optimal (no plan below 22 B exists)" in placed.note
+    # The proof does not depend on the order of the choices.
+    problem = Problem(bufs)
+    for strategy in PORTFOLIO:
+        assert feasible(problem, 21, strategy, 10**6)[0] == INFEASIBLE
+        status, offsets, _ = feasible(problem, 22, strategy, 10**6)
+        assert status == FOUND
+        validate_offsets(bufs, {b.id: o for b, o in zip(bufs, offsets)}, arena_bytes=22)
+
+
+def test_below_the_theoretical_minimum_nothing_is_searched():
+    problem = Problem(hard_instance(30, 4096, 30, seed=1))
+    assert feasible(problem, 4095, PORTFOLIO[0], 10**6) == (INFEASIBLE, None, 0)
+
+
+def test_independent_time_ranges_are_solved_apart():
+    left = hard_instance(60, 1 << 16, 60, seed=4)
+    right = [Buffer(f"r{b.id}", b.start + 60, b.end + 60, b.size)
+             for b in hard_instance(60, 1 << 16, 60, seed=5)]
+    size, placed = run(left + right, time_limit=None, node_limit=100_000)
+    assert size == 1 << 16 and "optimal" in placed.note
+
+
+def test_node_limit_makes_the_result_a_function_of_the_input():
+    bufs = hard_instance(300, 1 << 20, 600, seed=0)
+    a = run(bufs, node_limit=1500, time_limit=None)[1]
+    b = run(bufs, node_limit=1500, time_limit=None)[1]
+    assert a.offsets == b.offsets
+    assert a.note.split(";")[0] == b.note.split(";")[0]
+
+
+def test_time_limit_is_respected_and_reported():
+    bufs = hard_instance(400, 1 << 20, 800, seed=0)      # no tiling found within a second
+    t0 = time.perf_counter()
+    size, placed = run(bufs, time_limit=0.3)
+    assert time.perf_counter() - t0 < 0.3 + 0.6         # heuristics, set-up, last node
+    if "optimal" not in placed.note:
+        assert "time limit reached" in placed.note
+
+
+def test_the_search_keeps_its_own_stack_for_deep_problems():
+    # 1500 buffers stacked over one or two steps: 1500 placements deep, past Python's
+    # default recursion limit of 1000.
+    bufs = [Buffer(i, 0, i % 2, 1 + i % 5) for i in range(1500)]
+    problem = Problem(bufs)
+    status, offsets, nodes = feasible(problem, problem.lower_bound, PORTFOLIO[0], 10**5)
+    assert status == FOUND and nodes == 1500
+    validate_offsets(bufs, {b.id: o for b, o in zip(bufs, offsets)},
+                     arena_bytes=problem.lower_bound)
+
+
+def test_a_small_node_budget_is_not_a_proof():
+    problem = Problem(hard_instance(400, 1 << 20, 800, seed=0))
+    status, offsets, nodes = feasible(problem, problem.lower_bound, PORTFOLIO[0], 50)
+    assert status == ABORTED and offsets is None and nodes == 50
+
+
+def test_colours_are_planned_apart_and_zero_byte_buffers_get_offsets():
+    bufs = [Buffer("a", 0, 3, 100, 0), Buffer("b", 1, 2, 50, 1), Buffer("c", 2, 5, 70, 0),
+            Buffer("z", 1, 1, 0, 1)]
+    size, placed = run(bufs, 4, node_limit=1000, time_limit=None)
+    assert set(placed.offsets) == {"a", "b", "c", "z"}
+    assert size == 100 + 72 + 52
+
+
+def test_negative_node_limit_is_refused():
+    with pytest.raises(PlanError):
+        plan_buffers(ge_seed_example(), "search", 1, node_limit=-1)
+
+
+@pytest.mark.parametrize("order", ["program", "best"])
+def test_the_transformer_is_planned_within_one_percent_of_its_minimum(order):
+    models = pytest.importorskip("minigraph.models")
+    from minigraph.memory import liveness, schedule
+    g = models.get_model("transformer").graph
+    bufs = liveness(g, schedule(g, order), 512).buffers()
+    size, placed = run(bufs, 512, time_limit=2.0)
+    assert size <= 1.01 * theoretical_minimum(bufs), placed.note
