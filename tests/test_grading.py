@@ -114,12 +114,19 @@ def test_reference_planner_gets_full_marks_and_a_leaderboard(my_planner) -> None
 def test_reference_heuristic_gets_full_marks(my_heuristic) -> None:
     report = check_heuristic(my_heuristic)
     assert report.full_marks, report.summary()
-    names = {c.name.split("/")[0] for c in report.cases}
-    assert "chain24" in names
-    # A model that DTR's own heuristic cannot run at some budget is left out, and said so.
-    for label in ("mlp8", "transformer", "resnet"):
-        assert label in names or any(label in note for note in report.notes), report.summary()
-    assert report.comparison[-1]["case"] == "geometric mean"
+    # Every case is graded: DTR's own heuristic finishes the chain and the three models
+    # at 80/60/40% of the total peak, so none is left out.
+    assert [c.name for c in report.cases] == [
+        f"{m}/{r}%" for m in ("chain24", "resnet50", "transformer", "lstm")
+        for r in (80, 60, 40)], report.summary()
+    assert not any("left out" in note for note in report.notes), report.summary()
+    assert "TOTAL no-rematerialisation peak" in report.summary()
+    # A baseline that thrashes is shown, and counted as the thrash limit in the mean.
+    rows = {r["case"]: r for r in report.comparison}
+    mean = rows.pop("geometric mean")
+    assert any(r["lru"] == "thrash" for r in rows.values())
+    assert mean["lru"] > mean["dtr"] == mean["my_heuristic (you)"]
+    assert "counts as x10" in report.summary()
 
 
 def test_heuristic_runs_real_kernels_and_compares_outputs(my_heuristic) -> None:
@@ -238,6 +245,24 @@ def test_worse_heuristic_passes_with_fewer_points(chain_cases) -> None:
     report = check_heuristic(lru, cases=chain_cases)
     assert report.n_passed == report.total and 60 < report.score < 100
     assert "against DTR's" in report.summary()
+
+
+def test_thrashing_heuristic_fails_the_case_and_counts_as_the_limit() -> None:
+    from minigraph.grading.heuristic import MODELS, THRASH_LIMIT
+
+    def lru(t, now):
+        return math.inf if t.pinned else -t.staleness
+
+    transformer = [m for m in MODELS if m[0] == "transformer"]
+    cases = heuristic_cases(models=transformer, ratios=(0.4,), chain=False)
+    report = check_heuristic(lru, cases=cases)
+    assert report.score == 0
+    msg = report.first_failure.message
+    assert "thrashed" in msg and "40% of the total peak" in msg
+    assert "DTR's own heuristic finishes this case" in msg
+    mine, dtr = report.comparison[-1]["lru (you)"], report.comparison[-1]["dtr"]
+    assert report.comparison[0]["lru (you)"] == "thrash"
+    assert mine == pytest.approx(THRASH_LIMIT) and dtr < 2
 
 
 # ---------------------------------------------------------------------------------------
