@@ -186,6 +186,17 @@ def _normal(rng: np.random.Generator, shape: Sequence[int]) -> np.ndarray:
     return rng.standard_normal(tuple(shape)).astype(np.float32)
 
 
+def _image_batch(batch: int, in_channels: int, image: int,
+                 classes: int) -> Callable[[int], dict[str, np.ndarray]]:
+    """`make_batch` of the image classifiers: x ~ N(0, 1) of [batch, C, image, image] and
+    y, `batch` class ids below `classes`; fixed by its seed."""
+    def make_batch(seed: int = 0) -> dict[str, np.ndarray]:
+        rng = _rng(seed)
+        return {"x": _normal(rng, (batch, in_channels, image, image)),
+                "y": _classes(rng, (batch,), classes)}
+    return make_batch
+
+
 # ---------------------------------------------------------------------------------------
 # MLP and CNN
 # ---------------------------------------------------------------------------------------
@@ -238,11 +249,7 @@ def cnn(batch: int = 8, image: int = 28, channels: Sequence[int] = (6, 16),
         logits = linear(P, h, n, classes, "out")
         return ops.softmax_cross_entropy(logits, y), P
 
-    def make_batch(seed: int = 0) -> dict[str, np.ndarray]:
-        rng = _rng(seed)
-        return {"x": _normal(rng, (batch, in_channels, image, image)),
-                "y": _classes(rng, (batch,), classes)}
-
+    make_batch = _image_batch(batch, in_channels, image, classes)
     return _make_model("cnn", build, lr, make_batch,
                        f"LeNet-style CNN {image}x{image}, channels {tuple(channels)}, "
                        f"batch {batch}", {"batch": batch, "image": image})
@@ -310,11 +317,7 @@ def resnet(depth: int = 18, image: int = 16, batch: int = 2, width: int = 4,
         logits = linear(P, h, h.shape[1], classes, "fc")
         return ops.softmax_cross_entropy(logits, y), P
 
-    def make_batch(seed: int = 0) -> dict[str, np.ndarray]:
-        rng = _rng(seed)
-        return {"x": _normal(rng, (batch, in_channels, image, image)),
-                "y": _classes(rng, (batch,), classes)}
-
+    make_batch = _image_batch(batch, in_channels, image, classes)
     kind = "bottleneck" if bottleneck else "basic"
     return _make_model(f"resnet{depth}", build, lr, make_batch,
                        f"ResNet-{depth} ({kind} blocks), {image}x{image}, width {width}, "
@@ -498,11 +501,7 @@ def densenet(batch: int = 4, image: int = 16, growth: int = 4,
         logits = linear(P, h, h.shape[1], classes, "fc")
         return ops.softmax_cross_entropy(logits, y), P
 
-    def make_batch(seed: int = 0) -> dict[str, np.ndarray]:
-        rng = _rng(seed)
-        return {"x": _normal(rng, (batch, in_channels, image, image)),
-                "y": _classes(rng, (batch,), classes)}
-
+    make_batch = _image_batch(batch, in_channels, image, classes)
     return _make_model("densenet", build, lr, make_batch,
                        f"DenseNet-like, blocks {tuple(blocks)}, growth {growth}, "
                        f"{image}x{image}, batch {batch}",

@@ -19,6 +19,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
     sys.path.insert(0, str(Path.cwd().parent))
     import minigraph as mg
 
+from minigraph.lessons import check_answers
 from minigraph.viz import compare_techniques, memory_widget, plot_comparison, plot_layout, \
     plot_timeline
 
@@ -145,40 +146,30 @@ ANSWER_1 = None   # e.g. "refcount"
 ANSWER_2 = None   # e.g. 1.5
 
 # %%
-def check_exercises():
-    if ANSWER_1 is None and ANSWER_2 is None:
-        print("not done yet")
-        return
-    if ANSWER_1 is not None:
-        arenas = {p: mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing=p,
-                                                           alignment=1)).arena_bytes
-                  for p in mg.memory.PLANNERS if p not in ("ilp", "anneal")}
-        best = min(arenas.values())
-        if arenas.get(ANSWER_1) == best:
-            print(f"1: right, {ANSWER_1} reaches {best} bytes")
-        else:
-            print(f"1: not quite: the smallest arena is {best} bytes "
-                  f"({', '.join(p for p, a in arenas.items() if a == best)})")
-    else:
-        print("1: not done yet")
-    if ANSWER_2 is not None:
-        def minimum(batch):
-            with mg.name_scope():
-                x = mg.input("x", (batch, 256)); y = mg.input("y", (batch, 10))
-                Ws = [mg.param("W1", (256, 512)), mg.param("W2", (512, 512)),
-                      mg.param("W3", (512, 10))]
-                h = mg.sigmoid(mg.relu(x @ Ws[0]) @ Ws[1])
-                g = mg.training_graph(((h @ Ws[2] - y) ** 2).mean(), Ws, lr=0.1)
-            return mg.plan_memory(g, inplace=True, sharing="refcount").theoretical_minimum
-        factor = minimum(128) / minimum(64)
-        ok = abs(ANSWER_2 - factor) < 0.02
-        print(f"2: {'right' if ok else 'not quite'}: the minimum grows x{factor:.3f} "
-              "(less than 2: the weight gradients do not grow with the batch)")
-    else:
-        print("2: not done yet")
+def check_1(answer):
+    arenas = {p: mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing=p,
+                                                       alignment=1)).arena_bytes
+              for p in mg.memory.PLANNERS if p not in ("ilp", "anneal")}
+    best = min(arenas.values())
+    return arenas.get(answer) == best, (f"the smallest arena is {best} bytes "
+                                        f"({', '.join(p for p, a in arenas.items() if a == best)})")
 
 
-check_exercises()
+def check_2(answer):
+    def minimum(batch):
+        with mg.name_scope():
+            x = mg.input("x", (batch, 256)); y = mg.input("y", (batch, 10))
+            Ws = [mg.param("W1", (256, 512)), mg.param("W2", (512, 512)),
+                  mg.param("W3", (512, 10))]
+            h = mg.sigmoid(mg.relu(x @ Ws[0]) @ Ws[1])
+            g = mg.training_graph(((h @ Ws[2] - y) ** 2).mean(), Ws, lr=0.1)
+        return mg.plan_memory(g, inplace=True, sharing="refcount").theoretical_minimum
+    factor = minimum(128) / minimum(64)
+    return abs(answer - factor) < 0.02, (f"the minimum grows x{factor:.3f} (less than 2: "
+                                         "the weight gradients do not grow with the batch)")
+
+
+check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2)})
 
 # %% [markdown]
 # ## Summary

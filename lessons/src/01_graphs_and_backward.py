@@ -23,6 +23,8 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 import numpy as np
 
+from minigraph.lessons import check_answers
+
 # %% [markdown]
 # ## 1. Symbolic tensors
 #
@@ -159,29 +161,23 @@ ANSWER_1 = None
 ANSWER_2 = None
 
 # %%
-def check_exercises():
-    if ANSWER_1 is None and ANSWER_2 is None:
-        print("not done yet")
-        return
-    if ANSWER_1 is None:
-        print("1: not done yet")
-    else:
-        with mg.name_scope():
-            x = mg.input("x", (4, 3))
-            W = mg.param("W", (3, 2))
-            h = x @ W
-            loss = mg.mean(mg.tanh(h) + h)
-            (dW,) = mg.grad(loss, [W])
-        n = sum(1 for node in mg.Graph([dW]).nodes if node.op == "add_n")
-        print(f"1: {'right' if ANSWER_1 == n else 'not quite'}: {n} aggregation node(s)")
-    if ANSWER_2 is None:
-        print("2: not done yet")
-    else:
-        n = sum(1 for node in step.nodes if node.role == "backward")
-        print(f"2: {'right' if ANSWER_2 == n else 'not quite'}: {n} backward nodes")
+def check_1(answer):
+    with mg.name_scope():
+        x = mg.input("x", (4, 3))
+        W = mg.param("W", (3, 2))
+        h = x @ W
+        loss = mg.mean(mg.tanh(h) + h)
+        (dW,) = mg.grad(loss, [W])
+    n = sum(1 for node in mg.Graph([dW]).nodes if node.op == "add_n")
+    return answer == n, f"{n} aggregation node(s)"
 
 
-check_exercises()
+def check_2(answer):
+    n = sum(1 for node in step.nodes if node.role == "backward")
+    return answer == n, f"{n} backward nodes"
+
+
+check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2)})
 
 # %% [markdown]
 # ## Summary

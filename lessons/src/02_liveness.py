@@ -22,6 +22,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 from minigraph import examples
 from minigraph.examples import named
+from minigraph.lessons import check_answers
 from minigraph.memory import validate_offsets
 from minigraph.viz import plot_timeline
 
@@ -162,34 +163,27 @@ ANSWER_2 = None   # bytes
 ANSWER_3 = None   # a tensor name
 
 # %%
-def check_exercises():
-    if ANSWER_1 is None and ANSWER_2 is None and ANSWER_3 is None:
-        print("not done yet")
-        return
-    if ANSWER_1 is None:
-        print("1: not done yet")
-    else:
-        iv = mg.liveness(blog, ["T1", "T3", "T2", "Output"]).intervals["T2"]
-        right = (iv.start, iv.end)
-        print(f"1: {'right' if tuple(ANSWER_1) == right else 'not quite'} (T2 lives {right})")
-    if ANSWER_2 is None:
-        print("2: not done yet")
-    else:
-        right = mg.liveness(examples.sigmoid_chain(5, shape=(4, 8)), alignment=1)\
-            .theoretical_minimum()
-        print(f"2: {'right' if ANSWER_2 == right else 'not quite'} (minimum {right} B: "
-              "at every step a sigmoid reads one output and writes the next)")
-    if ANSWER_3 is None:
-        print("3: not done yet")
-    else:
-        acts = [iv for iv in mlp_live.intervals.values() if iv.kind == "activation"]
-        longest = max(iv.end - iv.start for iv in acts)
-        winners = [iv.name for iv in acts if iv.end - iv.start == longest]
-        print(f"3: {'right' if ANSWER_3 in winners else 'not quite'} "
-              f"({', '.join(winners)}: {longest} steps)")
+def check_1(answer):
+    iv = mg.liveness(blog, ["T1", "T3", "T2", "Output"]).intervals["T2"]
+    right = (iv.start, iv.end)
+    return tuple(answer) == right, f"T2 lives {right}"
 
 
-check_exercises()
+def check_2(answer):
+    right = mg.liveness(examples.sigmoid_chain(5, shape=(4, 8)), alignment=1)\
+        .theoretical_minimum()
+    return answer == right, (f"minimum {right} B: at every step a sigmoid reads one output "
+                             "and writes the next")
+
+
+def check_3(answer):
+    acts = [iv for iv in mlp_live.intervals.values() if iv.kind == "activation"]
+    longest = max(iv.end - iv.start for iv in acts)
+    winners = [iv.name for iv in acts if iv.end - iv.start == longest]
+    return answer in winners, f"{', '.join(winners)}: {longest} steps"
+
+
+check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2), 3: (ANSWER_3, check_3)})
 
 # %% [markdown]
 # ## Summary

@@ -25,6 +25,7 @@ import numpy as np
 
 from minigraph import examples
 from minigraph.examples import named
+from minigraph.lessons import check_answers
 from minigraph.memory import inplace_pairs
 from minigraph.models import get_model
 from minigraph.viz import plot_layout
@@ -188,41 +189,34 @@ ANSWER_2 = None   # bytes
 ANSWER_3 = None   # an mg.Graph
 
 # %%
-def check_exercises():
-    if ANSWER_1 is None and ANSWER_2 is None and ANSWER_3 is None:
-        print("not done yet")
-        return
-    if ANSWER_1 is None:
-        print("1: not done yet")
-    else:
-        pairs = inplace_pairs(counter, mg.liveness(counter, alignment=1))
-        right = [y for x, y in pairs if x == "B"]
-        print(f"1: {'right' if ANSWER_1 in right else 'not quite'} (B goes to {right})")
-    if ANSWER_2 is None:
-        print("2: not done yet")
-    else:
-        right = mg.plan_memory(examples.sigmoid_chain(10), ONE).arena_bytes
-        print(f"2: {'right' if ANSWER_2 == right else 'not quite'} ({right} B: each tensor "
-              "overlaps its neighbours, so two buffers alternate)")
-    if ANSWER_3 is None:
-        print("3: not done yet")
-    else:
-        g = ANSWER_3
-        live = mg.liveness(g)
-        pairs = set(inplace_pairs(g, live))
-        found = []
-        for n in g.nodes:
-            if n.op != "relu":
-                continue
-            x, y = n.inputs[0], n.outputs[0]
-            iv = live.intervals[x]
-            if iv.kind in ("activation", "gradient") and iv.end == live.schedule.index(
-                    n.name) and (x, y) not in pairs:
-                found.append(f"{x} -> {y} (is {y} planned? {live.intervals[y].planned})")
-        print(f"3: {'right' if found else 'not quite'}: {found or 'every such relu went in place'}")
+def check_1(answer):
+    pairs = inplace_pairs(counter, mg.liveness(counter, alignment=1))
+    right = [y for x, y in pairs if x == "B"]
+    return answer in right, f"B goes to {right}"
 
 
-check_exercises()
+def check_2(answer):
+    right = mg.plan_memory(examples.sigmoid_chain(10), ONE).arena_bytes
+    return answer == right, (f"{right} B: each tensor overlaps its neighbours, so two "
+                             "buffers alternate")
+
+
+def check_3(g):
+    live = mg.liveness(g)
+    pairs = set(inplace_pairs(g, live))
+    found = []
+    for n in g.nodes:
+        if n.op != "relu":
+            continue
+        x, y = n.inputs[0], n.outputs[0]
+        iv = live.intervals[x]
+        if iv.kind in ("activation", "gradient") and iv.end == live.schedule.index(
+                n.name) and (x, y) not in pairs:
+            found.append(f"{x} -> {y} (is {y} planned? {live.intervals[y].planned})")
+    return bool(found), f"{found or 'every such relu went in place'}"
+
+
+check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2), 3: (ANSWER_3, check_3)})
 
 # %% [markdown]
 # ## Summary

@@ -23,6 +23,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 from matplotlib.figure import Figure
 
 from minigraph import examples
+from minigraph.lessons import check_answers
 from minigraph.memory import color_nodes
 from minigraph.viz import plot_layout
 
@@ -146,34 +147,28 @@ ANSWER_2 = None   # number of hazards
 ANSWER_3 = None   # a node name
 
 # %%
-def check_exercises():
-    if ANSWER_1 is None and ANSWER_2 is None and ANSWER_3 is None:
-        print("not done yet")
-        return
-    if ANSWER_1 is None:
-        print("1: not done yet")
-    else:
-        g3 = examples.branchy(branches=3, depth=3)
-        right = next(k for k in range(1, 10) if not mg.plan_memory(
-            g3, OPTS.replace(colors=k)).plan.parallel_hazards(g3))
-        print(f"1: {'right' if ANSWER_1 == right else 'not quite'} ({right} colours)")
-    if ANSWER_2 is None:
-        print("2: not done yet")
-    else:
-        r = mg.plan_memory(g, OPTS.replace(inplace=True))
-        right = len(r.plan.parallel_hazards(g))
-        print(f"2: {'right' if ANSWER_2 == right else 'not quite'} ({right} hazards: each "
-              "branch is one in-place chain, one buffer, shared with no other branch)")
-    if ANSWER_3 is None:
-        print("3: not done yet")
-    else:
-        live = mg.liveness(g, alignment=1)
-        colour = color_nodes(g, live, 2)
-        right = next(n for n in live.schedule if colour[n] == 0)
-        print(f"3: {'right' if ANSWER_3 == right else 'not quite'} ({right})")
+def check_1(answer):
+    g3 = examples.branchy(branches=3, depth=3)
+    right = next(k for k in range(1, 10) if not mg.plan_memory(
+        g3, OPTS.replace(colors=k)).plan.parallel_hazards(g3))
+    return answer == right, f"{right} colours"
 
 
-check_exercises()
+def check_2(answer):
+    r = mg.plan_memory(g, OPTS.replace(inplace=True))
+    right = len(r.plan.parallel_hazards(g))
+    return answer == right, (f"{right} hazards: each branch is one in-place chain, one "
+                             "buffer, shared with no other branch")
+
+
+def check_3(answer):
+    live = mg.liveness(g, alignment=1)
+    colour = color_nodes(g, live, 2)
+    right = next(n for n in live.schedule if colour[n] == 0)
+    return answer == right, f"colour 0 starts at {right}"
+
+
+check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2), 3: (ANSWER_3, check_3)})
 
 # %% [markdown]
 # ## Summary

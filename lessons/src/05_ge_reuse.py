@@ -22,6 +22,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 from matplotlib.figure import Figure
 
+from minigraph.lessons import check_answers
 from minigraph.memory import theoretical_minimum
 from minigraph.memory.buffers import arena_size
 from minigraph.memory.instances import ge_seed_example
@@ -182,37 +183,28 @@ ANSWER_2 = None   # an order's name
 ANSWER_3 = None   # a list of mg.Buffer
 
 # %%
-def check_exercises():
-    if ANSWER_1 is None and ANSWER_2 is None and ANSWER_3 is None:
-        print("not done yet")
-        return
-    if ANSWER_1 is None:
-        print("1: not done yet")
-    else:
-        aligned, placement = plan_buffers(buffers, "ge-binary", alignment=1)
-        right = arena_size(aligned, placement.offsets)
-        print(f"1: {'right' if ANSWER_1 == right else 'not quite'} "
-              f"(Binary block needs {right} B: {placement.note})")
-    if ANSWER_2 is None:
-        print("2: not done yet")
-    else:
-        g = get_model("transformer").graph
-        mins = {o: mg.plan_memory(g, inplace=True, sharing="none", order=o).theoretical_minimum
-                for o in mg.memory.ORDERS if o != "best"}
-        best = min(mins.values())
-        winners = [o for o, m in mins.items() if m == best]
-        print(f"2: {'right' if ANSWER_2 in winners else 'not quite'} "
-              f"(lowest minimum {best} B with {', '.join(winners)})")
-    if ANSWER_3 is None:
-        print("3: not done yet")
-    else:
-        aligned, placement = plan_buffers(ANSWER_3, "ge", alignment=1)
-        arena, low = arena_size(aligned, placement.offsets), theoretical_minimum(ANSWER_3)
-        print(f"3: {'right' if arena > low else 'not quite'}: GE {arena} B, "
-              f"theoretical minimum {low} B")
+def check_1(answer):
+    aligned, placement = plan_buffers(buffers, "ge-binary", alignment=1)
+    right = arena_size(aligned, placement.offsets)
+    return answer == right, f"Binary block needs {right} B: {placement.note}"
 
 
-check_exercises()
+def check_2(answer):
+    g = get_model("transformer").graph
+    mins = {o: mg.plan_memory(g, inplace=True, sharing="none", order=o).theoretical_minimum
+            for o in mg.memory.ORDERS if o != "best"}
+    best = min(mins.values())
+    winners = [o for o, m in mins.items() if m == best]
+    return answer in winners, f"lowest minimum {best} B with {', '.join(winners)}"
+
+
+def check_3(my_buffers):
+    aligned, placement = plan_buffers(my_buffers, "ge", alignment=1)
+    arena, low = arena_size(aligned, placement.offsets), theoretical_minimum(my_buffers)
+    return arena > low, f"GE {arena} B, theoretical minimum {low} B"
+
+
+check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2), 3: (ANSWER_3, check_3)})
 
 # %% [markdown]
 # ## Summary

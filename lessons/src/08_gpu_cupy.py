@@ -31,6 +31,7 @@ import inspect
 import numpy as np
 
 from minigraph.backend import resolve_device
+from minigraph.lessons import check_answers
 from minigraph.models import get_model
 
 # %% [markdown]
@@ -169,27 +170,20 @@ ANSWER_1 = None
 ANSWER_2 = None
 
 # %%
-def check_exercises():
-    if ANSWER_1 is None and ANSWER_2 is None:
-        print("not done yet")
-        return
-    if ANSWER_1 is None:
-        print("1: not done yet")
-    else:
-        ok = [al for al in (1, 2, 4, 8, 16, 64, 512) if not misaligned(
-            mg.plan_memory(mixed, sharing="refcount", alignment=al), mixed)]
-        print(f"1: {'right' if ANSWER_1 == ok[0] else 'not quite'}: the smallest is {ok[0]}")
-    if ANSWER_2 is None:
-        print("2: not done yet")
-    else:
-        def arena(al):
-            return mg.plan_memory(step, inplace=True, sharing="bestfit",
-                                  alignment=al).arena_bytes
-        diff = arena(512) - arena(8)
-        print(f"2: {'right' if ANSWER_2 == diff else 'not quite'}: {diff} bytes")
+def check_1(answer):
+    ok = [al for al in (1, 2, 4, 8, 16, 64, 512) if not misaligned(
+        mg.plan_memory(mixed, sharing="refcount", alignment=al), mixed)]
+    return answer == ok[0], f"the smallest is {ok[0]}"
 
 
-check_exercises()
+def check_2(answer):
+    def arena(al):
+        return mg.plan_memory(step, inplace=True, sharing="bestfit", alignment=al).arena_bytes
+    diff = arena(512) - arena(8)
+    return answer == diff, f"{diff} bytes"
+
+
+check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2)})
 
 # %% [markdown]
 # ## Summary

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import BudgetError, ThrashError
 from ..graph import Graph
-from .report import NOT_IMPLEMENTED, CaseResult, GradeReport, geometric_mean
+from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
 from .runner import Outcome, run_case
 
 PASS_POINTS = 0.6
@@ -371,18 +371,9 @@ def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = Non
         cases = heuristic_cases() + private_heuristic_cases(private)
     skipped = [c for c in cases if baseline("dtr", c) is None]
     cases = [c for c in cases if baseline("dtr", c) is not None]
-    results, outcomes = [], []
-    timeouts, status = 0, "graded"
-    for k, case in enumerate(cases):
-        out = run_case(run_student, (fn, case), time_limit=time_limit, mode=mode)
-        outcomes.append(out)
-        results.append(judge_run(case, out))
-        timeouts += out.status == "timeout"
-        if timeouts >= max_timeouts and k + 1 < len(cases):
-            status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
-            results += [CaseResult(c.name, c.source, False, 0.0, "not run (stopped after "
-                                   "repeated time-outs)") for c in cases[k + 1:]]
-            break
+    results, outcomes, status = run_cases(
+        cases, lambda case: run_case(run_student, (fn, case), time_limit=time_limit, mode=mode),
+        judge_run, max_timeouts)
     report = GradeReport(
         "A3 eviction heuristic", results, status,
         scoring=f"per case {PASS_POINTS:g} for a correct run + {1 - PASS_POINTS:.1g} x "
@@ -392,12 +383,9 @@ def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = Non
                             f"does not finish them within the thrash limit: "
                             f"{', '.join(c.name for c in skipped[:12])}"
                             f"{', ...' if len(skipped) > 12 else ''}")
-    if outcomes and all(_not_implemented(o) for o in outcomes):
-        report.status = NOT_IMPLEMENTED
+    if finish_report(report, cases, results, outcomes,
+                     lambda case, out: heuristic_reproducer(fn, case, out), _not_implemented):
         return report
-    first = next((i for i, r in enumerate(results) if not r.passed), None)
-    if first is not None and first < len(outcomes):
-        report.reproducer = heuristic_reproducer(fn, cases[first], outcomes[first])
     report.comparison = comparison_rows(cases[:len(outcomes)], results,
                                         getattr(fn, "__name__", "you"), baselines)
     kinds = {c.ratio_of for c in cases}

@@ -18,7 +18,7 @@ import numpy as np
 from ..graph import Graph, TensorInfo
 from ..memory.liveness import Liveness, liveness
 from .cases import GraphCase, liveness_cases, private_liveness_cases
-from .report import NOT_IMPLEMENTED, CaseResult, GradeReport
+from .report import CaseResult, GradeReport, finish_report, run_cases
 from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case
 
 
@@ -32,29 +32,12 @@ def check_liveness(fn: Callable, *, cases: Sequence[GraphCase] | None = None,
     right; each case runs in a child process with `time_limit` seconds."""
     if cases is None:
         cases = liveness_cases(seed) + private_liveness_cases(private)
-    results: list[CaseResult] = []
-    outcomes: list[Outcome] = []
-    timeouts = 0
-    status = "graded"
-    for k, case in enumerate(cases):
-        out = _run(fn, case, time_limit, mode)
-        outcomes.append(out)
-        results.append(_judge(case, out))
-        timeouts += out.status == "timeout"
-        if timeouts >= max_timeouts and k + 1 < len(cases):
-            status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
-            results += [CaseResult(c.name, c.source, False, 0.0, "not run (stopped after "
-                                   "repeated time-outs)") for c in cases[k + 1:]]
-            break
+    results, outcomes, status = run_cases(
+        cases, lambda case: _run(fn, case, time_limit, mode), _judge, max_timeouts)
     report = GradeReport("A1 liveness", results, status,
                          scoring="1 point per case with every interval and the minimum right")
-    if outcomes and all(o.error_type == "NotImplementedError" for o in outcomes):
-        report.status = NOT_IMPLEMENTED
-        return report
-    first = next((i for i, r in enumerate(results) if not r.passed), None)
-    if first is not None and first < len(outcomes):
-        report.reproducer = _reproducer(fn, cases[first], outcomes[first], time_limit, mode,
-                                        shrink)
+    finish_report(report, cases, results, outcomes,
+                  lambda case, out: _reproducer(fn, case, out, time_limit, mode, shrink))
     return report
 
 

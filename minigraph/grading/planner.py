@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import PlanError
 from ..memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
 from .cases import BufferCase, planner_cases, private_planner_cases
-from .report import NOT_IMPLEMENTED, CaseResult, GradeReport, geometric_mean
+from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
 from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case
 
 VALID_POINTS = 0.7
@@ -40,32 +40,17 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
         cases = planner_cases(seed) + private_planner_cases(private)
     library_planners()   # import every planner module once, before any fork
     base = {c.name: _library_arena(baseline, c) for c in cases}
-    results, outcomes, offsets_of = [], [], {}
-    timeouts, status = 0, "graded"
-    for k, case in enumerate(cases):
-        out = _run(fn, case.buffers, time_limit, mode)
-        outcomes.append(out)
-        res, offsets = judge_plan(case, out, base[case.name], baseline, execute)
-        results.append(res)
-        if offsets is not None:
-            offsets_of[case.name] = offsets
-        timeouts += out.status == "timeout"
-        if timeouts >= max_timeouts and k + 1 < len(cases):
-            status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
-            results += [CaseResult(c.name, c.source, False, 0.0, "not run (stopped after "
-                                   "repeated time-outs)") for c in cases[k + 1:]]
-            break
+    results, outcomes, status = run_cases(
+        cases, lambda case: _run(fn, case.buffers, time_limit, mode),
+        lambda case, out: judge_plan(case, out, base[case.name], baseline, execute)[0],
+        max_timeouts)
     report = GradeReport(
         "A2 planner", results, status,
         scoring=f"per case {VALID_POINTS:g} for a valid plan + {1 - VALID_POINTS:.1g} x "
                 f"min(1, {baseline} arena / your arena)")
-    if outcomes and all(o.error_type == "NotImplementedError" for o in outcomes):
-        report.status = NOT_IMPLEMENTED
+    if finish_report(report, cases, results, outcomes,
+                     lambda case, out: _reproducer(fn, case, out, time_limit, mode, shrink)):
         return report
-    first = next((i for i, r in enumerate(results) if not r.passed), None)
-    if first is not None and first < len(outcomes):
-        report.reproducer = _reproducer(fn, cases[first], outcomes[first], time_limit, mode,
-                                        shrink)
     if leaderboard:
         names = None if leaderboard is True else list(leaderboard)
         report.comparison = leaderboard_rows(cases, results, getattr(fn, "__name__", "you"),

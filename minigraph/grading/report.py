@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +153,45 @@ class GradeReport:
         if self.status != "graded" or self.n_passed != self.total:
             raise AssertionError("\n" + self.summary())
         return self
+
+
+def run_cases(cases: Sequence[Any], run: Callable[[Any], Any],
+              judge: Callable[[Any, Any], CaseResult], max_timeouts: int
+              ) -> tuple[list[CaseResult], list[Any], str]:
+    """Run and judge the cases in order -> (results, outcomes, status). After
+    `max_timeouts` time-outs the remaining cases are marked "not run" and the status says so."""
+    results: list[CaseResult] = []
+    outcomes: list[Any] = []
+    timeouts, status = 0, "graded"
+    for k, case in enumerate(cases):
+        out = run(case)
+        outcomes.append(out)
+        results.append(judge(case, out))
+        timeouts += out.status == "timeout"
+        if timeouts >= max_timeouts and k + 1 < len(cases):
+            status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
+            results += [CaseResult(c.name, c.source, False, 0.0, "not run (stopped after "
+                                   "repeated time-outs)") for c in cases[k + 1:]]
+            break
+    return results, outcomes, status
+
+
+def _raised_not_implemented(o: Any) -> bool:
+    return o.error_type == "NotImplementedError"
+
+
+def finish_report(report: GradeReport, cases: Sequence[Any], results: Sequence[CaseResult],
+                  outcomes: Sequence[Any], reproduce: Callable[[Any, Any], str],
+                  not_implemented: Callable[[Any], bool] = _raised_not_implemented) -> bool:
+    """Mark `report` NOT_IMPLEMENTED if every run was a stub (returns True: nothing more to
+    add), else attach a reproducer for the first failing case that ran (returns False)."""
+    if outcomes and all(not_implemented(o) for o in outcomes):
+        report.status = NOT_IMPLEMENTED
+        return True
+    first = next((i for i, r in enumerate(results) if not r.passed), None)
+    if first is not None and first < len(outcomes):
+        report.reproducer = reproduce(cases[first], outcomes[first])
+    return False
 
 
 def _fmt(v: Any) -> str:

@@ -368,11 +368,18 @@ def _ln_grad_fw(ctx, attrs, ins, outs):
     xp.multiply(dx2, rs, out=dx2)
 
 
-def _ln_grad(attrs, ins, outs, g):
-    if g[0] is None:
-        return [None, None, None]
-    dx, dgamma, dbeta = apply("layer_norm_grad", [g[0], ins[0], ins[1], outs[1], outs[2]])
-    return [dx, dgamma, dbeta]
+def _norm_grad(grad_op: str):
+    """Gradient rule of layer_norm / batch_norm: one `grad_op` node that reads dy, x, gamma
+    and the saved mean and rstd (outputs 1 and 2) and gives dx, dgamma, dbeta."""
+    def grad(attrs, ins, outs, g):
+        if g[0] is None:
+            return [None, None, None]
+        dx, dgamma, dbeta = apply(grad_op, [g[0], ins[0], ins[1], outs[1], outs[2]])
+        return [dx, dgamma, dbeta]
+    return grad
+
+
+_ln_grad = _norm_grad("layer_norm_grad")
 
 
 def _ln_grad_infer(attrs, dy, x, gamma, mean, rstd):
@@ -450,11 +457,7 @@ def _bn_grad_fw(ctx, attrs, ins, outs):
     xp.multiply(dx, k, out=dx)
 
 
-def _bn_grad(attrs, ins, outs, g):
-    if g[0] is None:
-        return [None, None, None]
-    dx, dgamma, dbeta = apply("batch_norm_grad", [g[0], ins[0], ins[1], outs[1], outs[2]])
-    return [dx, dgamma, dbeta]
+_bn_grad = _norm_grad("batch_norm_grad")
 
 
 defop("batch_norm", infer=_bn_infer, forward=_bn_fw, grad=_bn_grad,

@@ -20,17 +20,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[int]],
-                   evicted: Sequence[bool], cost: Sequence[float],
-                   watched: list[int] | None = None) -> float:
-    """Summed cost of t's evicted neighbourhood: the evicted ancestors reachable from t
-    through evicted tensors only (what recomputing t would need), plus the evicted
-    descendants reachable the same way (what would need t): simrd's `region_rev` and
-    `region`. Every tensor looked at is appended to `watched`: the result stays valid
-    until one of them changes state."""
-    total = 0.0
+def _evicted_reach(t: int, directions: Sequence[Sequence[Sequence[int]]],
+                   evicted: Sequence[bool], cost: Sequence[float], total: float,
+                   watched: list[int] | None) -> float:
+    """`total` plus the cost of every evicted tensor reachable from t through evicted
+    tensors only, searching along each edge list in `directions` (up = ancestors, down =
+    descendants) with one shared visited set. Every tensor looked at goes to `watched`."""
     seen = {t}
-    for edges in (up, down):
+    for edges in directions:
         stack = [t]
         while stack:
             x = stack.pop()
@@ -46,24 +43,21 @@ def evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[
     return total
 
 
+def evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[int]],
+                   evicted: Sequence[bool], cost: Sequence[float],
+                   watched: list[int] | None = None) -> float:
+    """Summed cost of t's evicted neighbourhood: the evicted ancestors reachable from t
+    through evicted tensors only (what recomputing t would need), plus the evicted
+    descendants reachable the same way (what would need t): simrd's `region_rev` and
+    `region`. Every tensor looked at is appended to `watched`: the result stays valid
+    until one of them changes state."""
+    return _evicted_reach(t, (up, down), evicted, cost, 0.0, watched)
+
+
 def evicted_ancestors(t: int, up: Sequence[Sequence[int]], evicted: Sequence[bool],
                       cost: Sequence[float], watched: list[int] | None = None) -> float:
     """c0(t) plus the cost of every evicted ancestor recomputing t would need."""
-    total = cost[t]
-    seen = {t}
-    stack = [t]
-    while stack:
-        x = stack.pop()
-        for y in up[x]:
-            if y in seen:
-                continue
-            seen.add(y)
-            if evicted[y]:
-                total += cost[y]
-                stack.append(y)
-    if watched is not None:
-        watched.extend(seen)
-    return total
+    return _evicted_reach(t, (up,), evicted, cost, cost[t], watched)
 
 
 class DSU:

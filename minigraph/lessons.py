@@ -1,0 +1,28 @@
+"""Helpers the lesson notebooks share, so each exercise cell holds only its own checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+#: A check takes the student's (non-None) answer and returns (right?, explanation).
+Check = Callable[[Any], "tuple[bool, str]"]
+
+
+def check_answers(answers: Mapping[int, tuple[Any, Check]]) -> None:
+    """Print how the exercises fare: "not done yet" while every answer is None, else one
+    line per exercise, "N: not done yet", "N: right: <why>" or "N: not quite: <why>".
+
+    `answers` maps an exercise number to (the student's answer, its check). A check runs
+    only for an answer given: it may be slow, or grade the answer itself (a graph, a list
+    of buffers), so it gets the answer rather than being compared to a fixed value.
+    """
+    if all(given is None for given, _ in answers.values()):
+        print("not done yet")
+        return
+    for number, (given, check) in answers.items():
+        if given is None:
+            print(f"{number}: not done yet")
+            continue
+        ok, why = check(given)
+        print(f"{number}: {'right' if ok else 'not quite'}: {why}")
