@@ -58,6 +58,7 @@ from .ops import (  # noqa: F401
     transpose,
 )
 from .runtime import Executor, init_params  # noqa: F401
+from .runtime.dtr import DTRExecutor, budget_bounds  # noqa: F401,E402
 
 __version__ = "0.1.0"
 

@@ -285,21 +285,21 @@ class Graph:
         ordered = sorted(calls.values(), key=lambda c: c.seq)
         tensors: dict[str, TensorInfo] = {}
 
-        def put(info: TensorInfo, owner: object) -> None:
+        def put(info: TensorInfo) -> None:
             if info.name in tensors:
                 raise GraphError(f"two different tensors are named {info.name!r}; "
                                  "give one of them another name")
             tensors[info.name] = info
 
         for t in sorted(leaves.values(), key=lambda t: t.seq):
-            put(TensorInfo(t.name, t.shape, t.dtype, t.kind, value=t.value, init=t.init), t)
+            put(TensorInfo(t.name, t.shape, t.dtype, t.kind, value=t.value, init=t.init))
         nodes = []
         for c in ordered:
             alias = c.attrs.get("_alias_of")
             for t in c.outputs:
                 put(TensorInfo(t.name, t.shape, t.dtype, t.kind, producer=c.name, index=t.index,
                                alias_of=c.inputs[alias].name
-                               if alias is not None and t.index == 0 else None), t)
+                               if alias is not None and t.index == 0 else None))
             attrs = _freeze({k: v for k, v in c.attrs.items() if not k.startswith("_")})
             nodes.append(Node(c.name, c.op, attrs, tuple(t.name for t in c.inputs),
                               tuple(t.name for t in c.outputs), c.role,
