@@ -214,7 +214,7 @@ class DTRRuntime:
                  heuristic_args: dict | None = None, allocator: str = "first-fit",
                  sample: bool | int = False, seed: int = 0, thrash_limit: float = 10.0,
                  defrag: bool | str = "first", backend: Any = None,
-                 timeline: bool = True,
+                 timeline: bool = True, keep_dead: bool = True,
                  select: Callable[[list[TensorView], int], TensorView | None] | None = None):
         self.program, self.budget = program, int(budget)
         self.heuristic: Heuristic = get_heuristic(heuristic, **(heuristic_args or {}))
@@ -231,6 +231,11 @@ class DTRRuntime:
         self.select = select
         self._frames: list[list[Any]] = []
         self.record_timeline = timeline
+        # A dead tensor (its last reader ran) that is rematerialised to recompute a
+        # neighbour stays resident, as in the DTR paper, instead of being dropped at once;
+        # under memory pressure such tensors are evicted before any live one. Dropping them
+        # at once makes every later recomputation that needs them replay a whole chain.
+        self.keep_dead = keep_dead
         p = program
         n = len(p.tensors)
         self.size = [t.size for t in p.tensors]
@@ -366,7 +371,10 @@ class DTRRuntime:
     def _unpin(self, i: int) -> None:
         self.pins[i] -= 1
         if self.pins[i] == 0 and self.dead[i] and self.state[i] == RES:
-            self._drop_dead(i)
+            if self.hold[i] == 0:
+                self._free(i)
+            elif not (self.keep_dead and self.recomputes[i]):
+                self._drop_dead(i)
 
     def _execute(self, k: int, replay: bool, wanted: int | None) -> None:
         p = self.program
@@ -429,7 +437,10 @@ class DTRRuntime:
                 tr.remat_tensors += 1
                 self._un_evict(o)
                 if self.dead[o] and o != wanted and self.pins[o] == 0:
-                    self._drop_dead(o)
+                    if self.hold[o] == 0:
+                        self._free(o)
+                    elif not self.keep_dead:
+                        self._drop_dead(o)
         if self.record_timeline:
             tr.timeline.append((self.now, self.arena.used_bytes))
 
@@ -537,7 +548,8 @@ class DTRRuntime:
             if free >= need:
                 tr.frag_forced_evictions += len(victims)
             for v in victims:
-                self._evict(v)
+                # a dead tensor kept after a rematerialisation goes as a fake delete
+                self._evict(v, fake=self.dead[v])
 
     def _relieve(self) -> bool:
         """Nothing is evictable: let go of the inputs that frames *below* the running one
@@ -596,10 +608,16 @@ class DTRRuntime:
         """The victims of one eviction decision: `choose_victim` over the candidates (a
         sample when sampling; the whole set if the sample gives none), or Coop's window.
         Each set is offered twice: first without the unpinned inputs that waiting ops
-        still need (`protect`), then with them."""
+        still need (`protect`), then with them. With `keep_dead`, the dead tensors kept
+        after a rematerialisation are offered before anything else."""
         if self.heuristic.window and self.arena.tracks_addresses:
             return self._choose_window(need)
         now, protect, pins = self.now, self.protect, self.pins
+        if self.keep_dead:
+            dead = [self._view(t, now) for t in self._cand if self.dead[t] and not pins[t]]
+            v = self.choose_victim(dead, need) if dead else None
+            if v is not None:
+                return [v.index]
         pool = self._candidates()
         for cands in ((pool, self._cand) if pool is not self._cand else (pool,)):
             for strict in (True, False):
