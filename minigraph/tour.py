@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from .graph import Graph, _fmt_bytes
 from .memory import MemoryOptions, liveness, plan_memory, schedule
-from .memory.planners import PLANNERS, _load_all
+from .memory.planners import PLANNERS
 from .runtime.executor import Executor
 
 MAX_RUN_FLOPS = 5e10   # a step above this is planned but not run (ResNet-50: 786e9)
@@ -48,7 +48,6 @@ def technique_rows(graph: Graph, time_limit: float = 0.5, ilp_max_buffers: int =
         Row("refcount + in-place, 2 colours", base.replace(sharing="refcount", inplace=True,
                                                            colors=2)),
     ]
-    _load_all()
     for name in sorted(PLANNERS):
         if name in ("none", "refcount"):
             continue

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import minigraph as mg
 from minigraph import cli
-from minigraph.memory.planners import PLANNERS, _load_all
+from minigraph.memory.planners import PLANNERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,6 @@ def test_python_m_minigraph_tour_prints_the_summary_and_the_memory_table() -> No
                  "no reuse", "in-place alone", "refcount (MXNet)", "refcount + in-place",
                  "2 colours", "theoretical minimum"):
         assert text in out, text
-    _load_all()
     for name in PLANNERS:
         if name not in ("none", "refcount"):
             assert f"{name} + in-place" in out, name

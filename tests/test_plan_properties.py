@@ -22,10 +22,7 @@ from hypothesis import strategies as st
 import minigraph as mg
 from minigraph.memory import Buffer, planners, validate_offsets
 from minigraph.memory.orders import ORDERS
-from minigraph.memory.orders import _load_all as _load_orders
 
-planners._load_all()
-_load_orders()
 ALL_PLANNERS = sorted(planners.PLANNERS)
 ALL_ORDERS = sorted(ORDERS)
 

@@ -304,8 +304,7 @@ def _library_arena(name: str, case: BufferCase) -> int | None:
 
 
 def library_planners() -> list[str]:
-    from ..memory.planners import PLANNERS, _load_all
-    _load_all()
+    from ..memory.planners import PLANNERS
     return sorted(PLANNERS)
 
 

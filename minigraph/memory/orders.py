@@ -37,8 +37,3 @@ def schedule(graph: Graph, order: str = "program") -> list[str]:
             from None
     return fn(graph)
 
-
-def _load_all() -> None:
-    """Make sure every order module has registered itself (minigraph.memory imports them)."""
-    import importlib
-    importlib.import_module(f"{__package__}.topo")

@@ -32,7 +32,6 @@ from ..memory.api import MemoryOptions, MemoryReport, plan_memory
 from ..memory.buffers import Buffer, live_bytes_per_step
 from ..memory.plan import MemoryPlan
 from ..memory.planners import PLANNERS
-from ..memory.planners import _load_all as _load_planners
 
 # Bands of the timeline, bottom to top: what is never reused, then what planning shares.
 BANDS = ("parameters & inputs", "outputs", "activations", "gradients", "workspace")
@@ -460,7 +459,6 @@ def technique_options(base: MemoryOptions | None = None, planners: Iterable[str]
     registered planner under `base`'s switches, and 2-colour refcount (parallel-safe).
     `time_limit` (seconds) goes to the ILP alone."""
     base = base or MemoryOptions(inplace=True)
-    _load_planners()
     names = list(planners) if planners is not None else [
         p for p in PLANNERS if p != "none" and (slow or p not in SLOW_PLANNERS)]
     out = [("no reuse", "none", "baseline",

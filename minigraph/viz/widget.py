@@ -24,9 +24,7 @@ from ..errors import BudgetError, ThrashError
 from ..graph import Graph
 from ..memory.api import MemoryOptions, MemoryReport, plan_memory
 from ..memory.orders import ORDERS
-from ..memory.orders import _load_all as _load_orders
 from ..memory.planners import PLANNERS
-from ..memory.planners import _load_all as _load_planners
 from . import plots
 
 try:
@@ -144,8 +142,6 @@ class MemoryExplorer:
 
     # The choices each control offers (registries, so a new technique is one more entry)
     def choices(self) -> dict[str, list]:
-        _load_orders()
-        _load_planners()
         return {"model": ([CUSTOM] if self.custom is not None else []) + list(self.models),
                 "batch": list(BATCHES), "order": list(ORDERS), "sharing": list(PLANNERS),
                 "alignment": list(ALIGNMENTS), "colors": [1, 2, 3, 4]}

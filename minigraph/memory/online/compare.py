@@ -101,8 +101,7 @@ def _online_rows(model: str, label: str, trace: list[Event], peak: int,
 
 def _planner_names(planners: Sequence[str] | None, n_buffers: int, slow_above: int
                    ) -> tuple[list[str], list[str]]:
-    from ..planners import PLANNERS, _load_all
-    _load_all()
+    from ..planners import PLANNERS
     if planners is not None:
         return list(planners), []
     names = [p for p in sorted(PLANNERS) if p != "none"]

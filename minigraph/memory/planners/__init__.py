@@ -26,7 +26,6 @@ def register(name: str) -> Callable[[Planner], Planner]:
 
 
 def get_planner(name: str) -> Planner:
-    _load_all()
     try:
         return PLANNERS[name]
     except KeyError:
@@ -80,7 +79,8 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
 
 
 def _load_all() -> None:
-    """Import the planner modules (each registers itself)."""
+    """Import the planner modules (each registers itself); minigraph.memory calls this
+    once on import, so PLANNERS is complete wherever it is read."""
     import importlib
     import pkgutil
     for m in pkgutil.iter_modules(__path__):
