@@ -35,9 +35,18 @@ def main() -> int:
     args = ap.parse_args()
     out = HERE / "RESULTS.md"
     old = out.read_text() if out.exists() else ""
-    sections = {}
-    for block in old.split("\n## ")[1:]:
-        sections[block.split("\n", 1)[0]] = "## " + block.rstrip()
+    # A section runs from its "## <title>" line to the next script's: the scripts print
+    # "##" headers of their own, which stay inside their section.
+    titles = {f"## {t}" for t, _ in SCRIPTS}
+    sections: dict[str, str] = {}
+    current: str | None = None
+    for line in old.splitlines():
+        if line in titles:
+            current = line[3:]
+            sections[current] = line
+        elif current is not None:
+            sections[current] += "\n" + line
+    sections = {t: body.rstrip() for t, body in sections.items()}
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     for title, cmd in SCRIPTS:
         if only and cmd[0] not in only:
@@ -52,7 +61,7 @@ def main() -> int:
         sections[title] = (f"## {title}\n\n`python benchmarks/{' '.join(cmd)}` "
                            f"(exit {res.returncode}, {when}, {platform.node() or 'this machine'}, "
                            f"{platform.machine()}, Python {platform.python_version()})\n\n{body}")
-    order = [t for t, _ in SCRIPTS] + [t for t in sections if t not in dict(SCRIPTS)]
+    order = [t for t, _ in SCRIPTS]
     text = "# Benchmark results\n\nWritten by `python benchmarks/collect.py`; each section " \
            "says the command that printed it.\n\n" + \
            "\n\n".join(sections[t] for t in order if t in sections) + "\n"

@@ -362,17 +362,40 @@ def test_cached_neighbourhood_costs_are_never_stale():
     """e* is cached per tensor and dropped when a tensor its search looked at changes
     state; the run must make exactly the decisions of one that recomputes e* afresh at
     every eviction (the paper scores lazily, over all candidates, at eviction time)."""
-    from minigraph.runtime.dtr.neighborhood import evicted_region
+    from minigraph.runtime.dtr.neighborhood import evicted_region, live_evicted_region
 
     class Fresh(DTRRuntime):
         def neighbor_cost(self, t):
             p = self.program
             return evicted_region(t, p.parents, p.children, self.evicted, self.cost_t)
 
+        def live_neighbor_cost(self, t):
+            p = self.program
+            return live_evicted_region(t, p.parents, p.children, self.evicted, self.dead,
+                                       self.cost_t)
+
     from minigraph.models import get_model
     p = program_from_graph(get_model("lstm", T=8, hidden=16, batch=64, input=8).graph)
     budget = p.bounds().arena_budget(0.6, "arena")
-    a = DTRRuntime(p, budget, "dtr", timeline=False).run()
-    b = Fresh(p, budget, "dtr", timeline=False).run()
-    assert a.evictions > 0
-    assert a.evicted == b.evicted and a.extra_cost == b.extra_cost
+    for h in ("dtr", "dtr-live"):
+        a = DTRRuntime(p, budget, h, timeline=False).run()
+        b = Fresh(p, budget, h, timeline=False).run()
+        assert a.evictions > 0
+        assert a.evicted == b.evicted and a.extra_cost == b.extra_cost, h
+
+
+def test_the_live_neighbourhood_skips_dead_descendants_nothing_live_needs():
+    """a -> b -> c -> d, with b and c evicted and dead: the paper's e* of a charges b and
+    c; dtr-live charges them only once d (live) is evicted too, since only then will
+    anything recompute them. Evicted ancestors always count."""
+    from minigraph.runtime.dtr.neighborhood import evicted_region, live_evicted_region
+    up = [[], [0], [1], [2]]
+    down = [[1], [2], [3], []]
+    cost = [1.0, 10.0, 100.0, 1000.0]
+    evicted = [False, True, True, False]
+    dead = [False, True, True, False]
+    assert evicted_region(0, up, down, evicted, cost) == 110.0
+    assert live_evicted_region(0, up, down, evicted, dead, cost) == 0.0
+    evicted[3] = True
+    assert live_evicted_region(0, up, down, evicted, dead, cost) == 1110.0
+    assert live_evicted_region(3, up, down, evicted, dead, cost) == 110.0   # ancestors

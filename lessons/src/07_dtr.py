@@ -140,7 +140,12 @@ for n in (100, 400):
 # the cost of t's *evicted neighbourhood*: the evicted ancestors that recomputing t would
 # need and the evicted descendants that would need t - evicting t next to a long evicted
 # run makes that run dearer. MegEngine approximates it with a union-find (`dtr-eqclass`
-# here); `dtr-local` drops it; `msps` (Capuchin) ignores staleness.
+# here); `dtr-local` drops it; `msps` (Capuchin) ignores staleness. `dtr-live` charges
+# only what may still be recomputed: once a tensor's last reader has run it is released,
+# but its record stays while a tensor computed from it might need it; the paper's $e^*$
+# charges such *dead* descendants to every neighbour, `dtr-live` only when a live evicted
+# tensor lies beyond them. Neither is better everywhere: compare their rows below, and
+# the LSTM and Transformer rows of `benchmarks/RESULTS.md`.
 #
 # ## 4. The heuristics, in the DTR paper's world
 #

@@ -53,8 +53,8 @@ MODELS: tuple[tuple[str, str, dict], ...] = (
 TIME_LIMIT = 60.0
 THRASH_LIMIT = 10.0   # the runtime gives up past this many times the base compute
 FIELDS = ("name", "kind", "node", "size", "cost", "staleness", "last_access", "recomputes",
-          "neighbor_cost", "evicted_neighbors", "eqclass_cost", "megengine_cost",
-          "ancestor_cost", "address", "free_left", "free_right")
+          "neighbor_cost", "live_neighbor_cost", "evicted_neighbors", "eqclass_cost",
+          "megengine_cost", "ancestor_cost", "address", "free_left", "free_right")
 
 
 @dataclass

@@ -12,6 +12,8 @@ computed on demand, so a score that only reads `t.staleness` costs only that):
     t.last_access   clock of the last read/write   t.recomputes    times it was rematerialised
     t.neighbor_cost evicted neighbourhood cost: evicted ancestors and descendants reachable
                     through evicted tensors (DTR's e* without c0)
+    t.live_neighbor_cost  the same without dead evicted descendants that nothing live
+                    needs any more (dtr-live)
     t.eqclass_cost  the same through union-find classes (DTR-eq; approximate)
     t.megengine_cost MegEngine 1.4's estimate_neighbor_cost (inputs and sibling outputs)
     t.ancestor_cost c0 plus every evicted ancestor needed to recompute it (MSPS)
@@ -95,6 +97,10 @@ class TensorView:
         return self._rt.neighbor_cost(self.index)
 
     @property
+    def live_neighbor_cost(self) -> float:
+        return self._rt.live_neighbor_cost(self.index)
+
+    @property
     def evicted_neighbors(self) -> int:
         return self._rt.evicted_neighbors(self.index)
 
@@ -148,6 +154,12 @@ class Heuristic:
 def dtr(t: TensorView, now: float) -> float:
     """DTR's h_DTR: e*(t) / (memory * staleness), e* = c0 + evicted neighbourhood."""
     return (t.cost + t.neighbor_cost) / (t.size * t.staleness)
+
+
+def dtr_live(t: TensorView, now: float) -> float:
+    """h_DTR charging only the evicted neighbours that may still be recomputed: a dead
+    evicted descendant counts only when a live evicted tensor lies beyond it."""
+    return (t.cost + t.live_neighbor_cost) / (t.size * t.staleness)
 
 
 def dtr_eqclass(t: TensorView, now: float) -> float:
@@ -208,7 +220,8 @@ def register_heuristic(name: str, score: Score, *, window: bool = False) -> Heur
     return HEURISTICS[name]
 
 
-for _name, _fn in [("dtr", dtr), ("dtr-eqclass", dtr_eqclass), ("dtr-local", dtr_local),
+for _name, _fn in [("dtr", dtr), ("dtr-live", dtr_live), ("dtr-eqclass", dtr_eqclass),
+                   ("dtr-local", dtr_local),
                    ("msps", msps), ("lru", lru), ("size", size), ("megengine", megengine)]:
     register_heuristic(_name, _fn)
 register_heuristic("coop", coop_cost, window=True)

@@ -9,7 +9,11 @@ more expensive: recomputing one of them may now need t first. DTR (Kirisame et a
 
 (the authors' simulator keeps these two sets as `region_rev` and `region`).
 `evicted_region` computes it by two searches; the runtime caches the result while nothing
-changes. `DSU` is the cheap approximation of the DTR paper's `h_DTR-eq` and of MegEngine's
+changes. `live_evicted_region` charges only what may still be recomputed: a *dead*
+evicted descendant (its last reader ran; it is kept only because a tensor computed from it
+might need it) costs nothing until a live evicted tensor lies beyond it.
+
+`DSU` is the cheap approximation of the DTR paper's `h_DTR-eq` and of MegEngine's
 DsuNode (seed 003): union with evicted neighbours on eviction, and on recomputation the
 member's cost is subtracted from its class without splitting it ("DSU does not support
 deletion").
@@ -52,6 +56,40 @@ def evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[
     `region`. Every tensor looked at is appended to `watched`: the result stays valid
     until one of them changes state."""
     return _evicted_reach(t, (up, down), evicted, cost, 0.0, watched)
+
+
+def live_evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[int]],
+                        evicted: Sequence[bool], dead: Sequence[bool], cost: Sequence[float],
+                        watched: list[int] | None = None) -> float:
+    """`evicted_region` without the dead evicted descendants that no live evicted tensor
+    needs: every evicted ancestor counts (recomputing t needs it), an evicted descendant
+    counts if it is live or a live evicted tensor is reachable from it through evicted
+    tensors. Under eager release a chain of dead tensors (a matmul's raw output, its
+    bias-add, ...) hangs below most tensors; the paper's simulator charges it to each of
+    them although nothing will ever recompute it while its live end stays resident."""
+    total = _evicted_reach(t, (up,), evicted, cost, 0.0, watched)
+    below: list[int] = []
+    seen, stack = {t}, [t]
+    while stack:                       # evicted descendants, through evicted tensors
+        x = stack.pop()
+        for y in down[x]:
+            if y not in seen:
+                seen.add(y)
+                if evicted[y]:
+                    below.append(y)
+                    stack.append(y)
+    if watched is not None:
+        watched.extend(seen)
+    inside = set(below)
+    useful = {y for y in below if not dead[y]}
+    stack = list(useful)
+    while stack:                       # ... and those a live evicted one needs
+        x = stack.pop()
+        for y in up[x]:
+            if y in inside and y not in useful:
+                useful.add(y)
+                stack.append(y)
+    return total + sum(cost[y] for y in useful)
 
 
 def evicted_ancestors(t: int, up: Sequence[Sequence[int]], evicted: Sequence[bool],

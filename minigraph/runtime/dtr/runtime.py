@@ -42,7 +42,7 @@ from typing import Any
 from ...errors import BudgetError, MinigraphError, ThrashError
 from .allocator import ALLOCATORS
 from .heuristics import Heuristic, TensorView, get_heuristic
-from .neighborhood import DSU, evicted_ancestors, evicted_region
+from .neighborhood import DSU, evicted_ancestors, evicted_region, live_evicted_region
 from .program import Program
 
 NEW, RES, EVI, FREED, EXT = range(5)   # tensor states: not yet computed, resident,
@@ -462,6 +462,8 @@ class DTRRuntime:
             return
         self.dead[t] = True
         st = self.state[t]
+        if st == EVI:
+            self._changed(t)             # a cached live neighbourhood may have counted it
         if st == RES and self.pins[t] == 0:
             self._drop_dead(t)
         elif st == EVI and self.hold[t] == 0:
@@ -761,6 +763,13 @@ class DTRRuntime:
         p = self.program
         return self._cached("e", t, lambda w: evicted_region(
             t, p.parents, p.children, self.evicted, self.cost_t, w))
+
+    def live_neighbor_cost(self, t: int) -> float:
+        """`neighbor_cost` without dead evicted descendants that no live evicted tensor
+        needs (see `live_evicted_region`); cached the same way."""
+        p = self.program
+        return self._cached("l", t, lambda w: live_evicted_region(
+            t, p.parents, p.children, self.evicted, self.dead, self.cost_t, w))
 
     def evicted_neighbors(self, t: int) -> int:
         p, ev = self.program, self.evicted
