@@ -24,6 +24,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
+def _reach(t: int, edges: Sequence[Sequence[int]], evicted: Sequence[bool],
+           seen: set[int]) -> list[int]:
+    """The evicted tensors reachable from t along `edges` through evicted tensors only, in
+    the order found. Every tensor looked at is added to `seen` (and not looked at again)."""
+    found, stack = [], [t]
+    while stack:
+        x = stack.pop()
+        for y in edges[x]:
+            if y in seen:
+                continue
+            seen.add(y)
+            if evicted[y]:
+                found.append(y)
+                stack.append(y)
+    return found
+
+
 def _evicted_reach(t: int, directions: Sequence[Sequence[Sequence[int]]],
                    evicted: Sequence[bool], cost: Sequence[float], total: float,
                    watched: list[int] | None) -> float:
@@ -32,16 +49,8 @@ def _evicted_reach(t: int, directions: Sequence[Sequence[Sequence[int]]],
     descendants) with one shared visited set. Every tensor looked at goes to `watched`."""
     seen = {t}
     for edges in directions:
-        stack = [t]
-        while stack:
-            x = stack.pop()
-            for y in edges[x]:
-                if y in seen:
-                    continue
-                seen.add(y)
-                if evicted[y]:
-                    total += cost[y]
-                    stack.append(y)
+        for y in _reach(t, edges, evicted, seen):
+            total += cost[y]
     if watched is not None:
         watched.extend(seen)
     return total
@@ -67,17 +76,11 @@ def live_evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequ
     tensors. Under eager release a chain of dead tensors (a matmul's raw output, its
     bias-add, ...) hangs below most tensors; the paper's simulator charges it to each of
     them although nothing will ever recompute it while its live end stays resident."""
-    total = _evicted_reach(t, (up,), evicted, cost, 0.0, watched)
-    below: list[int] = []
-    seen, stack = {t}, [t]
-    while stack:                       # evicted descendants, through evicted tensors
-        x = stack.pop()
-        for y in down[x]:
-            if y not in seen:
-                seen.add(y)
-                if evicted[y]:
-                    below.append(y)
-                    stack.append(y)
+    seen = {t}
+    total = 0.0
+    for y in _reach(t, up, evicted, seen):
+        total += cost[y]
+    below = _reach(t, down, evicted, seen)
     if watched is not None:
         watched.extend(seen)
     inside = set(below)
