@@ -162,6 +162,26 @@ plot_sweep(ideal, title="transformer, ideal allocator (no fragmentation)", ymax=
 plt.show()
 
 # %% [markdown]
+# The score is half of DTR; the runtime's rules are the other half. One of this
+# runtime's: a *dead* tensor (its last reader has run) that comes back because a
+# neighbour's recomputation needed it stays resident while memory allows, and under
+# pressure it is evicted before any live tensor (`dead_first=True`). The DTR authors'
+# simulator scores it like any other tensor (`benchmarks/dtr_reference.py` replays our
+# traces in it). The same `dtr` score, with and without that rule:
+
+# %%
+for r in (0.6, 0.5, 0.4):
+    cells = []
+    for dead_first in (True, False):
+        try:
+            tr = simulate(step, ratio=r, allocator="ideal", dead_first=dead_first,
+                          timeline=False)
+            cells.append(f"x{tr.overhead:.3f}")
+        except mg.ThrashError:
+            cells.append("thrash")
+    print(f"ratio {r}: dead first {cells[0]}, scored like the rest {cells[1]}")
+
+# %% [markdown]
 # ## 5. Memory is not a commodity: fragmentation
 #
 # A real arena has addresses. When an output needs S bytes, first fit wants *one* free

@@ -146,20 +146,22 @@ def simulate(source: Graph | Program, budget: int | None = None, *,
              alignment: int = 512, costs: CostSpec = "flops", allocator: str = "first-fit",
              sample: bool | int = False, seed: int = 0, thrash_limit: float = 10.0,
              defrag: bool | str = "first", timeline: bool = True,
-             ratio_of: str = "total", select: Any = None) -> DTRTrace:
+             ratio_of: str = "total", select: Any = None, dead_first: bool = True) -> DTRTrace:
     """Simulated mode: run DTR on a graph (or a `Program`) with costs only, no kernels.
 
     `budget` in bytes of arena, or `ratio` of the total no-rematerialisation peak
     (parameters, inputs and outputs + the arena peak: the DTR paper's definition; the
     arena gets ratio x total - external) or, `ratio_of="arena"`, of the arena peak. `costs`:
     "flops" (the ops' estimates), "unit", a mapping node -> cost, or a function. Returns
-    the `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`."""
+    the `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`.
+    `dead_first=False` scores dead tensors kept after a rematerialisation like any other,
+    as the DTR authors' simulator does (see `DTRRuntime`)."""
     program = as_program(source, schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
     rt = DTRRuntime(program, b, heuristic, heuristic_args=heuristic_args,
                     allocator=allocator, sample=sample, seed=seed,
                     thrash_limit=thrash_limit, defrag=defrag, timeline=timeline,
-                    select=select)
+                    select=select, dead_first=dead_first)
     return rt.run()
 
 

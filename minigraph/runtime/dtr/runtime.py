@@ -67,8 +67,8 @@ class DTRTrace:
     base_cost: float              # cost of running every op once
     external: int = 0             # bytes outside the arena (params, inputs, outputs)
     extra_cost: float = 0.0       # cost of rematerialisations
-    evictions: int = 0            # tensors evicted to make room (not counting fake deletes)
-    fake_deletes: int = 0         # bytes released at a tensor's last use, metadata kept
+    evictions: int = 0            # tensors evicted to make room (kept dead ones too)
+    fake_deletes: int = 0         # releases at a tensor's last use, metadata kept
     frees: int = 0                # tensors really freed
     rematerializations: int = 0   # op re-executions
     remat_tensors: int = 0        # tensors brought back by them
@@ -214,7 +214,7 @@ class DTRRuntime:
                  heuristic_args: dict | None = None, allocator: str = "first-fit",
                  sample: bool | int = False, seed: int = 0, thrash_limit: float = 10.0,
                  defrag: bool | str = "first", backend: Any = None,
-                 timeline: bool = True, keep_dead: bool = True,
+                 timeline: bool = True, keep_dead: bool = True, dead_first: bool = True,
                  select: Callable[[list[TensorView], int], TensorView | None] | None = None):
         self.program, self.budget = program, int(budget)
         self.heuristic: Heuristic = get_heuristic(heuristic, **(heuristic_args or {}))
@@ -235,7 +235,9 @@ class DTRRuntime:
         # neighbour stays resident, as in the DTR paper, instead of being dropped at once;
         # under memory pressure such tensors are evicted before any live one. Dropping them
         # at once makes every later recomputation that needs them replay a whole chain.
-        self.keep_dead = keep_dead
+        # `dead_first=False` scores them like any other tensor, as the DTR authors'
+        # simulator (simrd) does; benchmarks/dtr_reference.py measures the difference.
+        self.keep_dead, self.dead_first = keep_dead, dead_first
         p = program
         n = len(p.tensors)
         self.size = [t.size for t in p.tensors]
@@ -550,8 +552,9 @@ class DTRRuntime:
             if free >= need:
                 tr.frag_forced_evictions += len(victims)
             for v in victims:
-                # a dead tensor kept after a rematerialisation goes as a fake delete
-                self._evict(v, fake=self.dead[v])
+                # a dead tensor kept after a rematerialisation is evicted like any other
+                # (MegEngine's auto_evict drops it the same way): counted as an eviction
+                self._evict(v)
 
     def _relieve(self) -> bool:
         """Nothing is evictable: let go of the inputs that frames *below* the running one
@@ -610,12 +613,12 @@ class DTRRuntime:
         """The victims of one eviction decision: `choose_victim` over the candidates (a
         sample when sampling; the whole set if the sample gives none), or Coop's window.
         Each set is offered twice: first without the unpinned inputs that waiting ops
-        still need (`protect`), then with them. With `keep_dead`, the dead tensors kept
-        after a rematerialisation are offered before anything else."""
+        still need (`protect`), then with them. With `keep_dead` and `dead_first`, the dead
+        tensors kept after a rematerialisation are offered before anything else."""
         if self.heuristic.window and self.arena.tracks_addresses:
             return self._choose_window(need)
         now, protect, pins = self.now, self.protect, self.pins
-        if self.keep_dead:
+        if self.keep_dead and self.dead_first:
             dead = [self._view(t, now) for t in self._cand if self.dead[t] and not pins[t]]
             v = self.choose_victim(dead, need) if dead else None
             if v is not None:
