@@ -129,14 +129,15 @@ def main() -> int:
     if simrd is None:
         return 2
     targets = {(label, r): limit for label, h, r, limit in TARGETS if h == "dtr"}
+    labels = {label for label, _ in targets}
     for label, name, kw in FULL:
-        if label not in {t[0] for t in targets}:
+        if label not in labels:
             continue
         model = get_model(name, **kw)
         bounds = program_from_graph(model.graph).bounds()
         text = "\n".join(write_trace(model.graph)) + "\n"
         trace_prog = parse_trace(text, 1, name=label)
-        clock, summary = simrd_run(simrd, text, math.inf, None)
+        _, summary = simrd_run(simrd, text, math.inf, None)
         base, const = summary["model_compute"], summary["model_const_memory"]
         assert abs(base - trace_prog.base_cost) <= 1e-6 * base, (base, trace_prog.base_cost)
         print(f"\n### {label}: {model.graph.name} {kw}\n")
