@@ -19,12 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minigraph.memory.online import (  # noqa: E402
-    ALLOCATORS,
-    compare_allocators,
-    dtr_runs,
-    mlp_training_graph,
-)
+from minigraph.examples import wide_mlp  # noqa: E402
+from minigraph.experiments.allocators import compare_allocators, dtr_runs  # noqa: E402
+from minigraph.memory.online import ALLOCATORS  # noqa: E402
 
 FULL = [
     ("mlp", dict(batch=256, sizes=(1024, 4096, 2048, 1000))),
@@ -48,8 +45,8 @@ def models(quick: bool):
         from minigraph.models import get_model
     except ImportError as e:
         print(f"(model zoo not available: {e}; using hand-built MLPs)\n")
-        yield "mlp-wide", mlp_training_graph((1024, 4096, 1024, 2048, 512), batch=256)
-        yield "mlp-deep", mlp_training_graph((512, 2048) * 4 + (256,), batch=512)
+        yield "mlp-wide", wide_mlp((1024, 4096, 1024, 2048, 512), batch=256)
+        yield "mlp-deep", wide_mlp((512, 2048) * 4 + (256,), batch=512)
         return
     for name, kw in (QUICK if quick else FULL):
         yield name, get_model(name, **kw).graph

@@ -151,7 +151,7 @@ def interleaved_ms(steps: dict[str, object], sync=lambda: None) -> dict[str, flo
 
 def minigraph_step(m: models.Model, planned: bool, device: str):
     """(one-step function, first loss, executor) for minigraph, planned or not."""
-    plan = mg.plan_memory(m.graph, sharing="refcount", inplace=True) if planned else None
+    plan = mg.plan_memory(m.graph, planner="refcount", inplace=True) if planned else None
     ex = mg.Executor(m.graph, plan, device=device)
     batch, values = m.make_batch(0), m.init_params(0)
     first = float(ex.run({**batch, **values})[m.loss])

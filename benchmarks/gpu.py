@@ -26,11 +26,11 @@ import minigraph as mg
 from minigraph.models import get_model
 
 TECHNIQUES = {
-    "no reuse": mg.MemoryOptions(sharing="none"),
-    "refcount+inplace": mg.MemoryOptions(sharing="refcount", inplace=True),
-    "ge+inplace": mg.MemoryOptions(sharing="ge", inplace=True),
-    "greedy-size+inplace": mg.MemoryOptions(sharing="greedy-size", inplace=True),
-    "bestfit+inplace, order best": mg.MemoryOptions(sharing="bestfit", inplace=True,
+    "no reuse": mg.MemoryOptions(planner="none"),
+    "refcount+inplace": mg.MemoryOptions(planner="refcount", inplace=True),
+    "ge+inplace": mg.MemoryOptions(planner="ge", inplace=True),
+    "greedy-size+inplace": mg.MemoryOptions(planner="greedy-size", inplace=True),
+    "bestfit+inplace, order best": mg.MemoryOptions(planner="bestfit", inplace=True,
                                                      order="best"),
 }
 

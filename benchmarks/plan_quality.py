@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minigraph.memory import MemoryOptions, plan_memory  # noqa: E402
-from minigraph.memory.buffers import arena_size, theoretical_minimum  # noqa: E402
+from minigraph.memory.buffers import theoretical_minimum  # noqa: E402
 from minigraph.memory.instances import hard_instance  # noqa: E402
-from minigraph.memory.planners import plan_buffers  # noqa: E402
+from minigraph.memory.planners import options_for, plan_buffers  # noqa: E402
 from minigraph.memory.planners.ilp import best_heuristic  # noqa: E402
 
 HEURISTICS = ["none", "refcount", "ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size",
@@ -72,8 +72,8 @@ def zoo_table(quick: bool, search_limit: float) -> None:
             if order == "best":
                 planners += SEARCHES
             for planner in planners:
-                args = {"time_limit": search_limit, "seed": 0}
-                report = plan_memory(graph, MemoryOptions(sharing=planner, order=order,
+                args = options_for(planner, {"time_limit": search_limit, "seed": 0})
+                report = plan_memory(graph, MemoryOptions(planner=planner, order=order,
                                                           planner_args=args))
                 note = report.plan.note if planner in SEARCHES else ""
                 RESULTS.append((f"zoo {name} ({order})", planner, report.ratio_to_minimum))
@@ -96,11 +96,11 @@ def hard_table(quick: bool, search_limit: float) -> None:
             bufs = hard_instance(n, capacity, 2 * n, seed)
             minimum = theoretical_minimum(bufs)
             for planner in HEURISTICS + ["anneal", "search"]:
-                kw = {"time_limit": search_limit, "seed": 0} if planner in SEARCHES else {}
+                kw = options_for(planner, {"time_limit": search_limit, "seed": 0})
                 t0 = time.perf_counter()
                 aligned, placed = plan_buffers(bufs, planner, 1, **kw)
                 ms = (time.perf_counter() - t0) * 1000
-                arena = arena_size(aligned, placed.offsets)
+                arena = placed.arena_bytes
                 if planner != "none":
                     RESULTS.append((f"hard n={n} seed={seed}", planner, arena / minimum))
                 print(row(f"hard n={n} seed={seed}", "-", planner, n, minimum, arena,
@@ -142,7 +142,7 @@ def ilp_table(quick: bool, limit: float) -> None:
         t0 = time.perf_counter()
         aligned, placed = plan_buffers(bufs, "ilp", 1, time_limit=limit)
         ms = (time.perf_counter() - t0) * 1000
-        arena = arena_size(aligned, placed.offsets)
+        arena = placed.arena_bytes
         print(row(f"hard n=30 seed={seed}", h_name, f"{h_arena / minimum:.3f}", arena,
                   f"{arena / minimum:.3f}", f"{ms:.0f}", placed.note))
     print()

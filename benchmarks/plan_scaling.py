@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minigraph.memory.buffers import arena_size, theoretical_minimum  # noqa: E402
+from minigraph.memory.buffers import theoretical_minimum  # noqa: E402
 from minigraph.memory.instances import hard_instance, random_buffers  # noqa: E402
 from minigraph.memory.planners import get_planner  # noqa: E402
 
@@ -64,7 +64,7 @@ def family(name: str, make, sizes: list[int], repeat: int) -> None:
                 placed = fn(problems[n])
                 best = min(best, time.process_time() - t0)
             times.append(best)
-            ratio = arena_size(problems[n], placed.offsets) / minima[n]
+            ratio = placed.arena_bytes / minima[n]
         cells = [planner] + [f"{t:.3f}" for t in times] + [f"{exponent(sizes, times):.2f}",
                                                             f"{ratio:.3f}"]
         print("| " + " | ".join(cells) + " |", flush=True)

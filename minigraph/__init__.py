@@ -4,7 +4,7 @@
     x = mg.input("x", (64, 784)); W = mg.param("W", (784, 10))
     loss = mg.mean(mg.relu(x @ W))
     step = mg.training_graph(loss, [W], lr=0.1)
-    report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing="refcount"))
+    report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner="refcount"))
 """
 
 from .autodiff import grad, training_graph  # noqa: F401
@@ -23,6 +23,7 @@ from .errors import (  # noqa: F401
     ThrashError,
     UnknownOpError,
 )
+from .feeds import init_params, random_feeds  # noqa: F401
 from .graph import Graph, Node, Tensor, TensorInfo, constant, input, name_scope, param  # noqa: F401
 from .memory import (  # noqa: F401
     Buffer,
@@ -57,19 +58,11 @@ from .ops import (  # noqa: F401
     tanh,
     transpose,
 )
-from .runtime import Executor, init_params  # noqa: F401
-from .runtime.dtr import DTRExecutor, budget_bounds  # noqa: F401,E402
+from .runtime import Executor  # noqa: F401
+from .runtime.dtr import DTRExecutor, budget_bounds  # noqa: F401
+from .viz.draw import draw, register_notebook_display  # noqa: F401
+from .viz.widget import memory_widget  # noqa: F401
 
 __version__ = "0.1.0"
 
-
-def draw(graph, **kw):
-    """A graphviz drawing of the graph (see minigraph.viz.draw)."""
-    from .viz.draw import draw as _draw
-    return _draw(graph, **kw)
-
-
-def memory_widget(graph_or_model=None, **kw):
-    """The memory-saved widget (ipywidgets; see minigraph.viz.widget)."""
-    from .viz.widget import memory_widget as _mw
-    return _mw(graph_or_model, **kw)
+register_notebook_display()   # a Graph shows as its drawing in a notebook

@@ -3,7 +3,7 @@
 Walk the forward nodes in reverse program order. Each node's gradient rule (in ops/)
 turns the gradients of its outputs into gradient contributions for its inputs, as new
 nodes. When a tensor feeds several consumers, its contributions are summed by one
-aggregation node (`add_n`) - never by a split layer in the forward pass (seed 004).
+aggregation node (`add_n`) - never by a split layer in the forward pass [Chen 2016].
 """
 
 from __future__ import annotations

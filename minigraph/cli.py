@@ -1,7 +1,7 @@
 """The `minigraph` command: `tour`, `plan`, `models`, `lab`.
 
     minigraph tour [--model NAME] [--batch N]   one model end to end, with the memory table
-    minigraph plan ...                          plan a model or a buffer file (memory/cli_plan.py)
+    minigraph plan ...                          plan a model or a buffer file (experiments/plan_cli)
     minigraph models                            the model zoo
     minigraph lab                               open the lessons in JupyterLab
 """
@@ -14,6 +14,11 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from . import __version__
+from .experiments import plan_cli
+from .models import DEFAULT_MODEL, MODELS
+from .tour import tour
 
 
 def _add_tour(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +40,6 @@ def _add_tour(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_tour(args: argparse.Namespace) -> int:
-    from .tour import tour
     tour(args.model, batch=args.batch, time_limit=args.time_limit, device=args.device,
          run=args.run)
     return 0
@@ -49,7 +53,6 @@ def _add_models(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_models(args: argparse.Namespace) -> int:
-    from .models import DEFAULT_MODEL, MODELS
     for name, builder in MODELS.items():
         doc = " ".join((builder.__doc__ or "").split())
         doc = doc.split(". ")[0].rstrip(".")
@@ -61,29 +64,17 @@ def _run_models(args: argparse.Namespace) -> int:
 
 
 def _add_plan(sub: argparse._SubParsersAction) -> None:
-    # Parsed by memory/cli_plan.py itself, imported only when `plan` is asked for.
+    # Parsed by experiments/plan_cli.py itself.
     sub.add_parser("plan", help="plan a graph's memory (see `minigraph plan --help`)",
                    add_help=False, prefix_chars="\0").add_argument(
         "rest", nargs=argparse.REMAINDER)
 
 
 def _run_plan(rest: Sequence[str]) -> int:
-    import importlib
-    try:
-        cli_plan = importlib.import_module(f"{__package__}.memory.cli_plan")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__package__}.memory.cli_plan":
-            raise
-        print("minigraph plan: not available in this installation "
-              "(minigraph.memory.cli_plan is missing). `minigraph tour` prints the memory "
-              "table of a zoo model; in Python use mg.plan_memory(graph, options).",
-              file=sys.stderr)
-        return 2
     parser = argparse.ArgumentParser(prog="minigraph plan",
                                      description="Plan a graph's memory and print the plan.")
-    cli_plan.add_arguments(parser)
-    result = cli_plan.run(parser.parse_args(list(rest)))
-    return int(result or 0)
+    plan_cli.add_arguments(parser)
+    return int(plan_cli.run(parser.parse_args(list(rest))) or 0)
 
 
 def _add_lab(sub: argparse._SubParsersAction) -> None:
@@ -118,7 +109,6 @@ def build_parser() -> argparse.ArgumentParser:
         prog="minigraph",
         description="minigraph: computation graphs, explicit backward graphs, and memory "
                     "planning you can switch on and off.")
-    from . import __version__
     parser.add_argument("--version", action="version", version=f"minigraph {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{tour,plan,models,lab}")
     _add_tour(sub)

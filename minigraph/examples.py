@@ -1,46 +1,46 @@
-"""The seeds' worked examples as graphs, so lessons and tests quote the same numbers.
+"""The source articles' worked examples as graphs, so lessons and tests quote the same numbers.
 
-- seed 004 (MXNet's memory note): three chained sigmoids that need one buffer in place
+- MXNet's memory note [Chen 2016], in-place: three chained sigmoids that need one buffer
   (`sigmoid_chain`); the counter-example where B is also read by F, so C = sigmoid(B) may
   not overwrite B (`inplace_counterexample`); the two-layer perceptron whose act1, d(fc1)
-  and d(fc2) go in place (`two_layer_mlp`); and a graph of parallel branches for the
-  colouring heuristic (`branchy`).
-- seed 000 (the GE blog): the CNN block Input -> Conv -> ReLU -> Pool (`cnn_block`), and
-  the layout the blog claims for it (`blog_cnn_layout`), in which the pooling output sits
-  on the bytes of its own input. The validator rejects that layout: pooling reads
-  relu1_out while it writes pool1_out.
+  and d(fc2) go in place (`two_layer_mlp`); a step whose forward tensors no backward node
+  reads (`free_after_forward`); parallel branches for the colouring heuristic (`branchy`).
+- The GE memory-reuse blog [Huawei GE]: the CNN block Input -> Conv -> ReLU -> Pool
+  (`cnn_block`; the layout the blog claims for it is `memory.instances.blog_cnn_layout`).
+- DTR [Kirisame 2021]: the uniform linear chain (`linear_chain`), a deep MLP training step
+  (`mlp_training`) and random training graphs for property tests (`random_training_graph`).
+- The online-allocator lesson: an MLP step with tensors of MiB size (`wide_mlp`).
 
 Every builder works in a fresh `name_scope()`, so names (and numbers) never drift.
+Random values to run them with: `minigraph.feeds.random_feeds`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
 from . import ops
 from .autodiff import training_graph
-from .graph import Graph, Tensor, input, name_scope, param
-from .memory.buffers import Buffer
-from .memory.liveness import liveness
+from .graph import Graph, input, name_scope, node_role, param
+from .models import mlp_graph, named
 
-
-def named(t: Tensor, name: str) -> Tensor:
-    """Give an op's output (and its node) the name a seed's figure uses."""
-    t.name = name
-    t.call.name = name
-    return t
+__all__ = ["named", "sigmoid_chain", "inplace_counterexample", "two_layer_mlp",
+           "free_after_forward", "branchy", "cnn_block", "linear_chain", "mlp_training",
+           "random_training_graph", "wide_mlp"]
 
 
 # ---------------------------------------------------------------------------------------
-# Seed 004: in-place
+# MXNet's memory note [Chen 2016]: in-place and sharing
 # ---------------------------------------------------------------------------------------
 
 def sigmoid_chain(n: int = 3, shape: tuple[int, ...] = (4, 8)) -> Graph:
     """A -> B = sigmoid(A) -> C = sigmoid(B) -> D = sigmoid(C) -> loss = sum(D).
 
-    Seed 004: "sigmoid can be computed in place, so a chain of any length needs one
-    buffer". A is a graph input (never overwritten), so B takes fresh bytes and C, D, ...
-    each take over their input's bytes; the scalar loss is the graph output.
+    "Sigmoid can be computed in place, so a chain of any length needs one buffer". A is a
+    graph input (never overwritten), so B takes fresh bytes and C, D, ... each take over
+    their input's bytes; the scalar loss is the graph output.
     """
     with name_scope():
         t = input("A", shape)
@@ -50,7 +50,7 @@ def sigmoid_chain(n: int = 3, shape: tuple[int, ...] = (4, 8)) -> Graph:
 
 
 def inplace_counterexample(shape: tuple[int, ...] = (4, 8), f_first: bool = False) -> Graph:
-    """Seed 004's counter-example: B = sigmoid(A) is read by C = sigmoid(B) *and* by F.
+    """The counter-example: B = sigmoid(A) is read by C = sigmoid(B) *and* by F.
 
     In program order C runs before F, so when C runs B still has a reader to come: C may
     not overwrite B. With `f_first=True` F runs first, and then C is B's last reader.
@@ -70,21 +70,13 @@ def inplace_counterexample(shape: tuple[int, ...] = (4, 8), f_first: bool = Fals
 
 def two_layer_mlp(batch: int = 64, n_in: int = 784, hidden: int = 128,
                   classes: int = 10) -> tuple[Graph, dict[str, str]]:
-    """Seed 004's two-layer perceptron, as a training graph (forward, backward, update).
+    """The note's two-layer perceptron, as a training graph (forward, backward, update).
 
-    Returns the graph and a map from the seed's names (fc1, act1, fc2, d(fc2), d(act1),
+    Returns the graph and a map from the note's names (fc1, act1, fc2, d(fc2), d(act1),
     d(fc1), d(W1), d(W2)) to tensor names, found from the graph's structure.
     """
-    with name_scope():
-        data = input("data", (batch, n_in))
-        label = input("label", (batch,), dtype="int64")
-        w1 = param("W1", (n_in, hidden))
-        w2 = param("W2", (hidden, classes))
-        fc1 = named(ops.matmul(data, w1), "fc1")
-        act1 = named(ops.relu(fc1), "act1")
-        fc2 = named(ops.matmul(act1, w2), "fc2")
-        loss = named(ops.softmax_cross_entropy(fc2, label), "loss")
-        g = training_graph(loss, [w1, w2], lr=0.1, name="mlp2")
+    g = mlp_graph((n_in, hidden, classes), batch, bias=False, mxnet_names=True, lr=0.1,
+                  name="mlp2")
     names = {"fc1": "fc1", "act1": "act1", "fc2": "fc2"}
     for node in g.nodes:
         if node.op == "relu_grad":
@@ -96,8 +88,37 @@ def two_layer_mlp(batch: int = 64, n_in: int = 784, hidden: int = 128,
     return g, names
 
 
+def free_after_forward(n: int = 1024) -> Graph:
+    """C = A * B, F = C + B, loss = mean(F), as a training graph. No backward node reads
+    C or F, so both are freed as soon as the forward pass is done."""
+    with name_scope():
+        A, B = param("A", (n,)), param("B", (n,))
+        F = A * B + B
+        return training_graph(ops.mean(F), [A, B], lr=0.1, name="free_after_forward")
+
+
+def branchy(branches: int = 3, depth: int = 3, batch: int = 16, width: int = 32) -> Graph:
+    """`branches` independent chains from one input, joined by add_n (forward only).
+
+    Branch i is x @ W_i followed by `depth` activations (relu, tanh, sigmoid, ...). The
+    branches could run in parallel; a plan that lets branch 2 reuse branch 1's bytes
+    forbids that. The note's colouring keeps whole paths apart.
+    """
+    acts = (ops.relu, ops.tanh, ops.sigmoid, ops.exp)
+    with name_scope():
+        x = input("x", (batch, width))
+        ends = []
+        for i in range(branches):
+            h = named(ops.matmul(x, param(f"W{i}", (width, width))), f"b{i}_mm")
+            for k in range(depth):
+                h = named(acts[(i + k) % len(acts)](h), f"b{i}_{k}")
+            ends.append(h)
+        y = named(ops.add_n(*ends), "join")
+        return Graph([named(ops.sum(y), "loss")], name=f"branchy_{branches}x{depth}")
+
+
 # ---------------------------------------------------------------------------------------
-# Seed 000: the CNN block and the layout the blog claims for it
+# The GE blog [Huawei GE]: the CNN block
 # ---------------------------------------------------------------------------------------
 
 def cnn_block(image: int = 224, channels: int = 64) -> Graph:
@@ -115,58 +136,79 @@ def cnn_block(image: int = 224, channels: int = 64) -> Graph:
         return Graph([t3], name="cnn_block")
 
 
-def blog_cnn_layout(graph: Graph, alignment: int = 1
-                    ) -> tuple[list[Buffer], dict[str, int], list[tuple[str, str]]]:
-    """The blog's layout as buffers and offsets: every activation at offset 0
-    (relu1_out in place of conv1_out, pool1_out "reusing" conv1_out's memory).
-
-    The pool output is a graph output and so not planned here; to test the blog's claim
-    it is put in the arena anyway, with its true lifetime. Check it with
-    `validate_offsets(buffers, offsets, handovers=pairs)`.
-    """
-    live = liveness(graph, alignment=alignment)
-    names = ("conv1_out", "relu1_out", "pool1_out")
-    buffers = [Buffer(n, live.intervals[n].start, live.intervals[n].end,
-                      live.intervals[n].bytes) for n in names]
-    return buffers, dict.fromkeys(names, 0), [("conv1_out", "relu1_out")]
-
-
 # ---------------------------------------------------------------------------------------
-# Seed 004: parallel branches, for the colouring heuristic
+# DTR [Kirisame 2021]: the linear chain, a deep MLP, random training graphs
 # ---------------------------------------------------------------------------------------
 
-def branchy(branches: int = 3, depth: int = 3, batch: int = 16, width: int = 32) -> Graph:
-    """`branches` independent chains from one input, joined by add_n (forward only).
+def linear_chain(n: int) -> Graph:
+    """The DTR paper's uniform linear chain: n forward unit ops x_i = -x_{i-1}, then n
+    backward unit ops g_{i-1} = g_i * x_{i-1} (g_n = x_n); every tensor has one element.
+    Run it with `costs="unit"` and `alignment=1`: each tensor is 4 bytes, each op costs 1."""
+    with name_scope():
+        xs = [input("x0", (1,))]
+        for _ in range(n):
+            xs.append(ops.neg(xs[-1]))
+        g = xs[-1]
+        with node_role("backward"):
+            for i in range(n, 0, -1):
+                g = ops.mul(g, xs[i - 1])
+    return Graph([g], name=f"chain{n}")
 
-    Branch i is x @ W_i followed by `depth` activations (relu, tanh, sigmoid, ...). The
-    branches could run in parallel; a plan that lets branch 2 reuse branch 1's bytes
-    forbids that. Seed 004's colouring keeps whole paths apart.
-    """
-    acts = (ops.relu, ops.tanh, ops.sigmoid, ops.exp)
+
+def mlp_training(depth: int = 8, width: int = 32, batch: int = 16, lr: float = 0.1,
+                 act: str = "relu") -> Graph:
+    """A training step of a `depth`-layer MLP of square layers, act(h @ W{k} + b{k}) for
+    k = 0..depth-1 (the last layer too), and loss = mean(h)."""
+    return mlp_graph((width,) * (depth + 1), batch, act=act, act_last=True, loss="mean",
+                     first=0, lr=lr, name=f"mlp{depth}")
+
+
+def random_training_graph(seed: int, n_ops: int = 12, width: int = 8, batch: int = 4,
+                          n_params: int = 3) -> Graph:
+    """A random DAG of elementwise ops and matmuls over (batch, width) tensors, reduced
+    to a scalar loss, differentiated and updated: a random *training* graph."""
+    rng = np.random.default_rng(seed)
     with name_scope():
         x = input("x", (batch, width))
-        ends = []
-        for i in range(branches):
-            h = named(ops.matmul(x, param(f"W{i}", (width, width))), f"b{i}_mm")
-            for k in range(depth):
-                h = named(acts[(i + k) % len(acts)](h), f"b{i}_{k}")
-            ends.append(h)
-        y = named(ops.add_n(*ends), "join")
-        return Graph([named(ops.sum(y), "loss")], name=f"branchy_{branches}x{depth}")
+        params = [param(f"W{k}", (width, width)) for k in range(n_params)]
+        pool = [x]
+        used = set()
+        for _ in range(n_ops):
+            kind = rng.integers(0, 6)
+            a = pool[int(rng.integers(0, len(pool)))]
+            if kind == 0:
+                w = params[int(rng.integers(0, n_params))]
+                used.add(w.name)
+                t = ops.matmul(a, w)
+            elif kind == 1:
+                t = ops.add(a, pool[int(rng.integers(0, len(pool)))])
+            elif kind == 2:
+                t = ops.mul(a, pool[int(rng.integers(0, len(pool)))])
+            elif kind == 3:
+                t = ops.tanh(a)
+            elif kind == 4:
+                t = ops.relu(a)
+            else:
+                t = ops.sigmoid(a)
+            pool.append(t)
+        for w in params:                # every parameter takes part
+            if w.name not in used:
+                pool.append(ops.matmul(pool[-1], w))
+        read = {id(i) for t in pool[1:] for i in t.call.inputs}
+        sinks = [t for t in pool[1:] if id(t) not in read]   # the loss reads every sink
+        loss = ops.mean(sinks[0])
+        for t in sinks[1:]:
+            loss = ops.add(loss, ops.mean(t))
+        return training_graph(loss, params, lr=0.05, name=f"random{seed}")
 
 
-def feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
-    """Small random values for every input and parameter of an example graph (integer
-    inputs, like labels, get class indices below the last axis of the loss's logits)."""
-    from .runtime.executor import init_params
-    rng = np.random.default_rng(seed)
-    out = {}
-    for t in graph.leaves("input"):
-        if np.dtype(t.dtype).kind in "iu":
-            n = max((graph.tensors[c].shape[-1] for n in graph.consumers[t.name]
-                     for c in graph.node(n).inputs if graph.tensors[c].kind == "activation"
-                     and graph.tensors[c].shape), default=2)
-            out[t.name] = rng.integers(0, n, t.shape).astype(t.dtype)
-        else:
-            out[t.name] = rng.standard_normal(t.shape).astype(t.dtype)
-    return {**out, **init_params(graph, seed)}
+# ---------------------------------------------------------------------------------------
+# Online allocators: an MLP step with MiB-sized tensors
+# ---------------------------------------------------------------------------------------
+
+def wide_mlp(widths: Sequence[int] = (1024, 4096, 1024, 2048, 512), batch: int = 256,
+             name: str = "mlp") -> Graph:
+    """A training graph with tensors of MiB size and mixed widths (so sizes differ and
+    holes appear): `widths[0]` inputs, ReLU hidden layers, mean-square loss, no biases.
+    Built only symbolically; no array is made."""
+    return mlp_graph(widths, batch, bias=False, loss="square", first=0, lr=0.01, name=name)

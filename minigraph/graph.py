@@ -410,7 +410,7 @@ class Graph:
         lines = [f"Graph {self.name!r}: {len(self.nodes)} nodes "
                  f"({', '.join(f'{v} {k}' for k, v in roles.items())}), "
                  f"{len(self.tensors)} tensors, {self.flops():,} FLOPs"]
-        lines.append("  bytes: " + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sorted(kb.items())))
+        lines.append("  bytes: " + ", ".join(f"{k} {fmt_bytes(v)}" for k, v in sorted(kb.items())))
         shown = self.nodes if len(self.nodes) <= 16 else self.nodes[:8] + self.nodes[-6:]
         for i, n in enumerate(shown):
             if len(self.nodes) > 16 and i == 8:
@@ -426,12 +426,9 @@ class Graph:
     def __repr__(self) -> str:
         return f"<Graph {self.name!r}: {len(self.nodes)} nodes, {len(self.tensors)} tensors>"
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        from .viz.draw import draw
-        return draw(self)._repr_mimebundle_(include=include, exclude=exclude)
 
-
-def _fmt_bytes(n: float) -> str:
+def fmt_bytes(n: float) -> str:
+    """Bytes for people: "512 B", then KiB, MiB, GiB (powers of 1024) with two decimals."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"

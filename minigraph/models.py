@@ -3,8 +3,9 @@
 Every builder returns a `Model`: the training graph (forward + explicit backward + SGD
 update, built in a fresh `name_scope()` so node names are the same every time), the name
 of its loss, a `make_batch(seed)` that makes inputs and labels of the right shapes and
-dtypes, `init_params(seed)`, and `train(steps)` which runs SGD on that one batch (the
-loss must go down: a quick end-to-end check of ops, gradients, planner and executor).
+dtypes, and `init_params(seed)`. `minigraph.experiments.training.train(model, steps)`
+runs SGD on that one batch (the loss must go down: a quick end-to-end check of ops,
+gradients, planner and executor).
 
 Defaults are tiny so that a training step runs in well under a second on NumPy; the
 arguments scale them up to the real thing (`resnet(depth=50, image=224, batch=32)` can
@@ -23,8 +24,8 @@ import numpy as np
 from . import graph as _g
 from . import ops
 from .autodiff import training_graph
-from .graph import Graph, Tensor, constant, name_scope, param
-from .runtime.executor import Executor, init_params
+from .feeds import init_params
+from .graph import Graph, Tensor, constant, fmt_bytes, name_scope, param
 
 # ---------------------------------------------------------------------------------------
 # The Model record
@@ -47,7 +48,6 @@ class Model:
     description: str = ""
     config: dict[str, Any] = field(default_factory=dict)
     rebuild: Callable[[float], Model] | None = field(default=None, repr=False)
-    trained_params: dict[str, np.ndarray] | None = field(default=None, repr=False)
 
     def init_params(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Initial parameter values (each parameter's own `init`, seeded)."""
@@ -63,43 +63,16 @@ class Model:
             return self
         return self.rebuild(lr)
 
-    def train(self, steps: int = 30, lr: float | None = None, device: str = "cpu",
-              plan: Any = None, seed: int = 0) -> list[float]:
-        """`steps` SGD steps on the fixed batch `make_batch(seed)`; the loss of each step.
-
-        `plan`: None (no reuse), a `MemoryOptions` (planned here) or a `MemoryReport` /
-        `MemoryPlan` of this graph.
-        """
-        model = self.with_lr(lr) if lr is not None else self
-        graph = model.graph
-        if plan is not None and plan.__class__.__name__ == "MemoryOptions":
-            from .memory import plan_memory
-            plan = plan_memory(graph, plan)
-        ex = Executor(graph, plan, device=device, seed=seed)
-        values = model.init_params(seed)
-        batch = model.make_batch(seed)
-        losses = []
-        for step in range(steps):
-            out = ex.run({**batch, **values}, step=step)
-            losses.append(float(out[model.loss]))
-            values = {p: out[f"{p}_new"] for p in model.params}
-        self.trained_params = values
-        return losses
-
     def summary(self) -> str:
         g = self.graph
         kb = g.bytes_by_kind()
         nparams = sum(int(np.prod(g.tensors[p].shape)) for p in self.params)
         return (f"{self.name}: {self.description}; {len(g)} nodes, {len(g.tensors)} tensors, "
-                f"{nparams:,} parameters, activations {_mib(kb.get('activation', 0))}, "
-                f"gradients {_mib(kb.get('gradient', 0))}, {g.flops():,} FLOPs per step")
+                f"{nparams:,} parameters, activations {fmt_bytes(kb.get('activation', 0))}, "
+                f"gradients {fmt_bytes(kb.get('gradient', 0))}, {g.flops():,} FLOPs per step")
 
     def __repr__(self) -> str:
         return f"<Model {self.name}: {len(self.graph)} nodes, loss {self.loss}>"
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.2f} MiB"
 
 
 def _make_model(name: str, build: Callable[[], tuple[Tensor, list[Tensor]]], lr: float,
@@ -201,22 +174,70 @@ def _image_batch(batch: int, in_channels: int, image: int,
 # MLP and CNN
 # ---------------------------------------------------------------------------------------
 
+def named(t: Tensor, name: str) -> Tensor:
+    """Give an op's output (and its node) the name a source's figure uses."""
+    t.name = name
+    t.call.name = name
+    return t
+
+
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": ops.relu, "tanh": ops.tanh, "sigmoid": ops.sigmoid}
+# The losses an MLP ends with; y is the labels input (cross-entropy only). "square" and
+# "pow2" are the same number, but h * h and h ** 2 give different backward graphs.
+MLP_LOSSES: dict[str, Callable[[Tensor, Tensor | None], Tensor]] = {
+    "cross_entropy": lambda h, y: ops.softmax_cross_entropy(h, y),
+    "mean": lambda h, y: ops.mean(h),
+    "square": lambda h, y: ops.mean(h * h),
+    "pow2": lambda h, y: ops.mean(h ** 2),
+}
+
+
+def mlp_layers(sizes: Sequence[int], batch: int, *, bias: bool = True, act: str = "relu",
+               act_last: bool = False, loss: str = "cross_entropy", first: int = 1,
+               mxnet_names: bool = False) -> tuple[Tensor, list[Tensor]]:
+    """The forward pass of a multi-layer perceptron: its loss and its parameters.
+
+    `sizes` = (inputs, hidden..., outputs); layer k (numbered from `first`) is
+    h @ W{k} (+ b{k}), then `act` (not after the last layer unless `act_last`).
+    `mxnet_names` names tensors as MXNet's memory note does [Chen 2016]: inputs data and
+    label, layers fc1, act1, fc2, ..., the loss "loss"; otherwise x, y and automatic names.
+    """
+    sizes = tuple(int(s) for s in sizes)
+    x = _g.input("data" if mxnet_names else "x", (batch, sizes[0]))
+    y = _g.input("label" if mxnet_names else "y", (batch,), dtype="int64") \
+        if loss == "cross_entropy" else None
+    h, params = x, []
+    for k, (a, b) in enumerate(zip(sizes, sizes[1:]), start=first):
+        params.append(param(f"W{k}", (a, b)))
+        h = h @ params[-1]
+        if bias:
+            params.append(param(f"b{k}", (b,), init="zeros"))
+            h = h + params[-1]
+        h = named(h, f"fc{k}") if mxnet_names else h
+        if act_last or k < first + len(sizes) - 2:
+            h = ACTIVATIONS[act](h)
+            h = named(h, f"act{k}") if mxnet_names else h
+    out = MLP_LOSSES[loss](h, y)
+    return (named(out, "loss") if mxnet_names else out), params
+
+
+def mlp_graph(sizes: Sequence[int], batch: int, *, lr: float = 0.1, name: str = "mlp",
+              **layers: Any) -> Graph:
+    """An MLP's training graph (forward, backward, SGD update) in a fresh name scope;
+    `layers` go to `mlp_layers`. The one MLP builder: lessons, DTR and grading use it."""
+    with name_scope():
+        loss, params = mlp_layers(sizes, batch, **layers)
+        return training_graph(loss, params, lr=lr, name=name)
+
+
 def mlp(batch: int = 32, sizes: Sequence[int] = (64, 128, 10), lr: float = 0.1) -> Model:
     """Multi-layer perceptron with ReLU, softmax cross-entropy. `sizes` = (inputs,
     hidden..., classes); each layer is x @ W + b."""
     sizes = tuple(int(s) for s in sizes)
 
     def build():
-        P = _Params()
-        x = _g.input("x", (batch, sizes[0]))
-        y = _g.input("y", (batch,), dtype="int64")
-        h = x
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
-            h = h @ P.new(f"W{i}", (a, b), scale=1.0 / math.sqrt(a))
-            h = h + P.new(f"b{i}", (b,), init="zeros")
-            if i < len(sizes) - 1:
-                h = ops.relu(h)
-        return ops.softmax_cross_entropy(h, y), P
+        return mlp_layers(sizes, batch)
 
     def make_batch(seed: int = 0) -> dict[str, np.ndarray]:
         rng = _rng(seed)
@@ -507,54 +528,6 @@ def densenet(batch: int = 4, image: int = 16, growth: int = 4,
                        f"{image}x{image}, batch {batch}",
                        {"batch": batch, "image": image, "growth": growth,
                         "blocks": tuple(blocks)})
-
-
-# ---------------------------------------------------------------------------------------
-# Seed 004's small examples, as graphs (each tensor `n` float32 values)
-# ---------------------------------------------------------------------------------------
-
-def seed_sigmoid_chain(n: int = 1024, length: int = 3) -> Graph:
-    """Seed 004, in-place: `length` chained sigmoids. With in-place on, one buffer
-    serves the whole chain."""
-    with name_scope():
-        h = _g.input("A", (n,))
-        for _ in range(length):
-            h = ops.sigmoid(h)
-        return Graph([ops.sum(h)], name="sigmoid_chain")
-
-
-def seed_shared_input(n: int = 1024) -> Graph:
-    """Seed 004, in-place refused: B is read by C = sigmoid(B) *and* by F = exp(B), so C
-    may not overwrite B (F still needs it)."""
-    with name_scope():
-        A = _g.input("A", (n,))
-        B = ops.sigmoid(A)
-        C = ops.sigmoid(B)
-        F = ops.exp(B)
-        return Graph([ops.sum(C + F)], name="shared_input")
-
-
-def seed_free_after_forward(n: int = 1024) -> Graph:
-    """Seed 004, explicit backward: C = A * B, F = C + B, loss = mean(F). No backward node
-    reads C or F, so both are freed as soon as the forward pass is done."""
-    with name_scope():
-        A, B = param("A", (n,)), param("B", (n,))
-        F = A * B + B
-        return training_graph(ops.mean(F), [A, B], lr=0.1, name="free_after_forward")
-
-
-def seed_two_layer_perceptron(batch: int = 64, sizes: Sequence[int] = (784, 256, 10)) -> Graph:
-    """Seed 004's two-layer perceptron (fc1, act1, fc2, softmax loss) as a training graph:
-    act1 runs in place over fc1; d(act1) and other gradients share memory."""
-    return mlp(batch=batch, sizes=sizes).graph
-
-
-SEED_EXAMPLES: dict[str, Callable[..., Graph]] = {
-    "sigmoid_chain": seed_sigmoid_chain,
-    "shared_input": seed_shared_input,
-    "free_after_forward": seed_free_after_forward,
-    "two_layer_perceptron": seed_two_layer_perceptron,
-}
 
 
 # ---------------------------------------------------------------------------------------

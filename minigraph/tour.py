@@ -14,57 +14,15 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .graph import Graph, _fmt_bytes
-from .memory import MemoryOptions, liveness, plan_memory, schedule
-from .memory.planners import PLANNERS
+from .experiments.techniques import Row, technique_rows
+from .graph import Graph, fmt_bytes
+from .memory import MemoryOptions, plan_memory, schedule
+from .models import DEFAULT_MODEL, get_model
 from .runtime.executor import Executor
 
 MAX_RUN_FLOPS = 5e10   # a step above this is planned but not run (ResNet-50: 786e9)
-
-
-@dataclass
-class Row:
-    """One line of the memory table (`report` is None for a skipped or failed planner)."""
-    label: str
-    options: MemoryOptions
-    report: Any = None
-    note: str = ""
-
-
-def technique_rows(graph: Graph, time_limit: float = 0.5, ilp_max_buffers: int = 60,
-                   anneal_max_buffers: int = 2000, alignment: int = 512) -> list[Row]:
-    """Plan `graph` with each technique in turn (each via `plan_memory`, each validated).
-    The searching planners get `time_limit` seconds; the ILP is skipped above
-    `ilp_max_buffers` buffers, annealing above `anneal_max_buffers`."""
-    base = MemoryOptions(alignment=alignment)
-    rows = [
-        Row("no reuse", base),
-        Row("in-place alone", base.replace(inplace=True)),
-        Row("refcount (MXNet)", base.replace(sharing="refcount")),
-        Row("refcount + in-place", base.replace(sharing="refcount", inplace=True)),
-        Row("refcount + in-place, 2 colours", base.replace(sharing="refcount", inplace=True,
-                                                           colors=2)),
-    ]
-    for name in sorted(PLANNERS):
-        if name in ("none", "refcount"):
-            continue
-        rows.append(Row(f"{name} + in-place", base.replace(
-            sharing=name, inplace=True, planner_args={"time_limit": time_limit, "seed": 0})))
-    n_buffers = len(liveness(graph, alignment=alignment).planned())
-    for row in rows:
-        limit = {"ilp": ilp_max_buffers, "anneal": anneal_max_buffers}.get(
-            row.options.sharing)
-        if limit is not None and n_buffers > limit:
-            row.note = f"skipped: {n_buffers} buffers > {limit}"
-            continue
-        try:
-            row.report = plan_memory(graph, row.options)
-        except Exception as e:  # a planner that fails is reported, not fatal
-            row.note = f"failed: {type(e).__name__}: {e}"[:100]
-    return rows
 
 
 def memory_table(graph: Graph, rows: list[Row]) -> str:
@@ -79,18 +37,18 @@ def memory_table(graph: Graph, rows: list[Row]) -> str:
             continue
         note = r.note or rep.plan.note
         note = note if len(note) <= 50 else note[:47] + "..."
-        out.append(f"{r.label:34} {rep.arena_bytes:>13,} {_fmt_bytes(rep.arena_bytes):>11} "
+        out.append(f"{r.label:34} {rep.arena_bytes:>13,} {fmt_bytes(rep.arena_bytes):>11} "
                    f"{rep.saved_percent:>6.1f}% {rep.ratio_to_minimum:>9.3f} "
                    f"{rep.seconds * 1000:>8.1f}  {note}".rstrip())
     plain = next(r.report for r in rows if not r.options.inplace)
     fused = next((r.report for r in rows if r.options.inplace and r.report), None)
     out.append(f"{'theoretical minimum':34} {plain.theoretical_minimum:>13,} "
-               f"{_fmt_bytes(plain.theoretical_minimum):>11} "
+               f"{fmt_bytes(plain.theoretical_minimum):>11} "
                f"{100 * (1 - plain.theoretical_minimum / no_reuse) if no_reuse else 0:>6.1f}%"
                f"  (largest bytes alive at one step)")
     if fused is not None:
         m = fused.theoretical_minimum
-        out.append(f"{'theoretical minimum with in-place':34} {m:>13,} {_fmt_bytes(m):>11} "
+        out.append(f"{'theoretical minimum with in-place':34} {m:>13,} {fmt_bytes(m):>11} "
                    f"{100 * (1 - m / no_reuse) if no_reuse else 0:>6.1f}%"
                    f"  (in-place pairs fused into one buffer)")
     out.append("saved: against no reuse; x minimum: arena / the theoretical minimum of the "
@@ -111,9 +69,9 @@ def graph_summary(graph: Graph) -> str:
         f"graph: {len(graph)} nodes ({', '.join(f'{v} {k}' for k, v in roles.items())}), "
         f"{len(graph.tensors)} tensors ({', '.join(f'{v} {k}' for k, v in kinds.items())}),"
         f" {graph.flops():,} FLOPs per step",
-        f"bytes: activations {_fmt_bytes(kb.get('activation', 0))}, gradients "
-        f"{_fmt_bytes(kb.get('gradient', 0))}, parameters {_fmt_bytes(kb.get('param', 0))}, "
-        f"inputs {_fmt_bytes(kb.get('input', 0))}, constants {_fmt_bytes(kb.get('const', 0))}",
+        f"bytes: activations {fmt_bytes(kb.get('activation', 0))}, gradients "
+        f"{fmt_bytes(kb.get('gradient', 0))}, parameters {fmt_bytes(kb.get('param', 0))}, "
+        f"inputs {fmt_bytes(kb.get('input', 0))}, constants {fmt_bytes(kb.get('const', 0))}",
     ]
     return "\n".join(lines)
 
@@ -124,7 +82,6 @@ def tour(model: str | None = None, batch: int | None = None, file: TextIO | None
     """Print the tour of one zoo model; returns what it printed as data (for tests).
 
     `run`: run one SGD step (None: only when the step is under MAX_RUN_FLOPS)."""
-    from .models import DEFAULT_MODEL, get_model
     out = file or sys.stdout
 
     def say(s: str = "") -> None:
@@ -141,7 +98,7 @@ def tour(model: str | None = None, batch: int | None = None, file: TextIO | None
         f"{sum(math.prod(g.tensors[p].shape) for p in m.params):,} values; "
         f"loss {m.loss}; schedule of {len(schedule(g))} steps")
 
-    plan = plan_memory(g, MemoryOptions(sharing="refcount", inplace=True))
+    plan = plan_memory(g, MemoryOptions(planner="refcount", inplace=True))
     flops = g.flops()
     loss, st = None, None
     say()
@@ -156,10 +113,10 @@ def tour(model: str | None = None, batch: int | None = None, file: TextIO | None
         loss = float(result[m.loss])
         say(f"one SGD step on {ex.device} (lr {m.lr}) in the refcount + in-place arena: "
             f"loss {loss:.6f}")
-        peak = "n/a" if st.measured_peak is None else _fmt_bytes(st.measured_peak)
-        say(f"  arena {_fmt_bytes(st.arena_bytes)}, unplanned (inputs, parameters, outputs) "
-            f"{_fmt_bytes(st.unplanned_bytes)}, largest workspace "
-            f"{_fmt_bytes(st.workspace_bytes)}, measured peak {peak}, "
+        peak = "n/a" if st.measured_peak is None else fmt_bytes(st.measured_peak)
+        say(f"  arena {fmt_bytes(st.arena_bytes)}, unplanned (inputs, parameters, outputs) "
+            f"{fmt_bytes(st.unplanned_bytes)}, largest workspace "
+            f"{fmt_bytes(st.workspace_bytes)}, measured peak {peak}, "
             f"{st.seconds * 1000:.1f} ms")
 
     rows = technique_rows(g, time_limit=time_limit)
@@ -170,6 +127,6 @@ def tour(model: str | None = None, batch: int | None = None, file: TextIO | None
     say(table)
     say()
     say("inputs, parameters, constants and outputs are not reused: "
-        + ", ".join(f"{k} {_fmt_bytes(v)}"
+        + ", ".join(f"{k} {fmt_bytes(v)}"
                     for k, v in sorted(rows[0].report.unplanned.items()) if v))
     return {"model": m, "loss": loss, "stats": st, "rows": rows, "table": table}

@@ -9,10 +9,12 @@ from graphgen import bytes_equal
 
 import minigraph as mg
 from minigraph import examples
+from minigraph.feeds import random_feeds
 from minigraph.memory import validate_offsets
+from minigraph.memory.instances import blog_cnn_layout
 from minigraph.ops.registry import OPS, defop
 
-REFCOUNT = mg.MemoryOptions(inplace=True, sharing="refcount")
+REFCOUNT = mg.MemoryOptions(inplace=True, planner="refcount")
 
 EXAMPLES = {
     "sigmoid_chain": lambda: examples.sigmoid_chain(3, shape=(64, 64)),
@@ -41,7 +43,7 @@ def test_planned_tensors_are_views_into_one_arena():
     g, _ = examples.two_layer_mlp(batch=8, n_in=16, hidden=8, classes=4)
     plan = mg.plan_memory(g, REFCOUNT).plan
     ex = mg.Executor(g, plan, device="cpu")
-    arrays, arena_bytes, _ = ex._storage(examples.feeds(g))
+    arrays, arena_bytes, _ = ex._storage(random_feeds(g))
     bases = {id(arrays[n].base) for n in plan.offsets}
     assert len(bases) == 1 and arena_bytes == plan.arena_bytes
     arena = arrays[next(iter(plan.offsets))].base
@@ -54,12 +56,12 @@ def test_planned_tensors_are_views_into_one_arena():
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-@pytest.mark.parametrize("sharing", ["none", "refcount"])
+@pytest.mark.parametrize("planner", ["none", "refcount"])
 @pytest.mark.parametrize("inplace", [False, True])
-def test_arena_run_equals_no_reuse_run_on_seed_examples(name, sharing, inplace):
+def test_arena_run_equals_no_reuse_run_on_the_source_examples(name, planner, inplace):
     g = EXAMPLES[name]()
-    feeds = examples.feeds(g)
-    report = mg.plan_memory(g, mg.MemoryOptions(inplace=inplace, sharing=sharing))
+    feeds = random_feeds(g)
+    report = mg.plan_memory(g, mg.MemoryOptions(inplace=inplace, planner=planner))
     assert bytes_equal(mg.Executor(g).run(feeds), mg.Executor(g, report.plan).run(feeds))
 
 
@@ -73,18 +75,18 @@ def test_executor_validates_the_plan_unless_told_not_to():
     mg.Executor(g, bad, validate=False)          # constructed: the caller's own risk
 
 
-# --- seed 000: the CNN block --------------------------------------------------------------
+# --- the GE blog [Huawei GE]: the CNN block -----------------------------------------------
 
-def test_seed000_pool_output_cannot_reuse_its_own_input():
+def test_blog_cnn_pool_output_cannot_reuse_its_own_input():
     g = examples.cnn_block()
-    buffers, offsets, handovers = examples.blog_cnn_layout(g)
+    buffers, offsets, handovers = blog_cnn_layout(g)
     with pytest.raises(mg.PlanError) as e:
         validate_offsets(buffers, offsets, handovers=handovers)
     assert "relu1_out" in str(e.value) and "pool1_out" in str(e.value)
     assert "step 2" in str(e.value)          # the pooling step: it reads relu1_out
 
 
-def test_seed000_cnn_block_right_figures():
+def test_blog_cnn_cnn_block_right_figures():
     g = examples.cnn_block()
     report = mg.plan_memory(g, REFCOUNT.replace(alignment=1))
     conv, inp, pool, weights = 3_211_264, 602_112, 802_816, 6_912
@@ -100,11 +102,11 @@ def test_seed000_cnn_block_right_figures():
     assert resident - weights == inp + conv + pool
 
 
-def test_seed000_cnn_block_measured_peak_includes_the_im2col_workspace():
+def test_blog_cnn_cnn_block_measured_peak_includes_the_im2col_workspace():
     g = examples.cnn_block()
     report = mg.plan_memory(g, REFCOUNT.replace(alignment=1))
     ex = mg.Executor(g, report.plan, device="cpu")
-    ex.run(examples.feeds(g), measure=True)
+    ex.run(random_feeds(g), measure=True)
     s = ex.last_stats
     assert s.arena_bytes == 3_211_264 and s.unplanned_bytes == 602_112 + 6_912 + 802_816
     assert s.workspace_bytes == 27 * 112 * 112 * 4     # conv2d's im2col columns (declared)
@@ -119,7 +121,7 @@ def test_measured_peak_is_arena_plus_unplanned_plus_workspace(name):
     for opts in (None, REFCOUNT):
         plan = None if opts is None else mg.plan_memory(g, opts).plan
         ex = mg.Executor(g, plan, device="cpu")
-        ex.run(examples.feeds(g), measure=True)
+        ex.run(random_feeds(g), measure=True)
         s = ex.last_stats
         assert abs(s.measured_peak - s.expected_peak) <= 0.05 * s.expected_peak, (name, s)
 
@@ -128,7 +130,7 @@ def test_unplanned_bytes_are_inputs_params_and_outputs():
     g, _ = examples.two_layer_mlp()
     report = mg.plan_memory(g, REFCOUNT.replace(alignment=1))
     ex = mg.Executor(g, report.plan, device="cpu")
-    ex.run(examples.feeds(g))
+    ex.run(random_feeds(g))
     expected = sum(v for k, v in report.unplanned.items() if k != "const")
     assert ex.last_stats.unplanned_bytes == expected
 
@@ -146,7 +148,7 @@ def test_undeclared_kernel_temporaries_are_reported_by_node():
             y = mg.ops.apply1("test_hidden_temporary", [mg.relu(x)], name="hid")
             g = mg.Graph([mg.sum(y)])
         ex = mg.Executor(g, mg.plan_memory(g, REFCOUNT).plan, device="cpu")
-        ex.run(examples.feeds(g), measure=True)
+        ex.run(random_feeds(g), measure=True)
     finally:
         OPS.pop("test_hidden_temporary")
     s = ex.last_stats

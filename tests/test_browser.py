@@ -2,7 +2,7 @@
 
 Starts JupyterLab on 127.0.0.1 (a free port, no token) over a temporary copy of the
 lessons, opens 00_tour.ipynb, runs all cells, and checks that the memory widget renders
-(controls, headline, three plots, no "Error displaying widget"), then changes the sharing
+(controls, headline, three plots, no "Error displaying widget"), then changes the planner
 control in the page and waits for the headline's numbers to change. Screenshots go to
 test-artifacts/; with MINIGRAPH_UPDATE_SCREENSHOTS=1 the widget's picture is also written
 to docs/tour-widget.png (the README's screenshot).
@@ -157,7 +157,7 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
 
             widget = page.locator(".mg-memory-widget").first
             widget.scroll_into_view_if_needed()
-            for control in ("model", "order", "sharing", "inplace", "colors", "alignment",
+            for control in ("model", "order", "planner", "inplace", "colors", "alignment",
                             "dtr", "dtr_budget"):
                 expect(widget.locator(f".mg-control-{control}")).to_be_visible()
             for plot in ("timeline", "layout", "comparison"):
@@ -169,9 +169,9 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
                                 "'application/vnd.jupyter.stderr'] >> text=Traceback"
                                 ).count() == 0
 
-            # Move the sharing control in the page: the headline's numbers must change.
+            # Move the planner control in the page: the headline's numbers must change.
             before = headline.inner_text()
-            widget.locator(".mg-control-sharing select").select_option("none")
+            widget.locator(".mg-control-planner select").select_option("none")
             widget.locator(".mg-control-inplace input[type=checkbox]").uncheck()
             expect(headline).not_to_have_text(before, timeout=30_000)
             expect(headline).to_contain_text("saved 0.0%", timeout=30_000)
@@ -183,7 +183,7 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
             page.screenshot(path=str(ARTIFACTS / "tour-page.png"), full_page=False)
             widget.screenshot(path=str(ARTIFACTS / "tour-widget.png"))
             # Back to a plan that saves memory, for the README's picture.
-            widget.locator(".mg-control-sharing select").select_option("ge")
+            widget.locator(".mg-control-planner select").select_option("ge")
             widget.locator(".mg-control-inplace input[type=checkbox]").check()
             expect(headline).not_to_contain_text("saved 0.0%", timeout=30_000)
             page.wait_for_timeout(500)

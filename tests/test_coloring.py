@@ -1,4 +1,4 @@
-"""Colouring (seed 004, "Try to Allow More Parallelization"): k-1 heaviest paths get their
+"""Colouring [Chen 2016, "Try to Allow More Parallelization"]: k-1 heaviest paths get their
 own colours, the rest share the last one; bytes are shared only within a colour."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_more_colours_fewer_parallel_hazards_more_bytes():
     g = examples.branchy(branches=4, depth=3)
     hazards, arena = [], []
     for k in (1, 2, 3, 4):
-        report = mg.plan_memory(g, mg.MemoryOptions(sharing="refcount", colors=k, alignment=1))
+        report = mg.plan_memory(g, mg.MemoryOptions(planner="refcount", colors=k, alignment=1))
         hazards.append(len(report.plan.parallel_hazards(g)))
         arena.append(report.arena_bytes)
     assert hazards == sorted(hazards, reverse=True) and hazards[0] > hazards[-1] == 0
@@ -85,15 +85,15 @@ def test_more_colours_fewer_parallel_hazards_more_bytes():
 
 def test_colouring_is_a_heuristic_not_a_guarantee():
     # A path colour does not see readers off the path: in this training graph two
-    # colours give *more* hazards than one. (Seed 004 calls colouring a special case of
-    # the ancestor condition; it is not: a path member's other readers may run in
+    # colours give *more* hazards than one. (The MXNet note [Chen 2016] calls colouring a special
+    # case of the ancestor condition; it is not: a path member's other readers may run in
     # parallel with a later member of the path.)
     with mg.name_scope():
         x = mg.input("x", (4, 8))
         w = mg.param("W", (8, 8))
         h = mg.relu(x @ w)
         g = mg.training_graph(mg.sum(mg.sigmoid(h) * mg.tanh(h)), [w], lr=0.1)
-    counts = [len(mg.plan_memory(g, mg.MemoryOptions(inplace=True, sharing="refcount",
+    counts = [len(mg.plan_memory(g, mg.MemoryOptions(inplace=True, planner="refcount",
                                                      colors=k, alignment=1))
                   .plan.parallel_hazards(g)) for k in (1, 2, 3)]
     assert counts[1] > counts[0] and counts[2] < counts[0]
@@ -101,7 +101,7 @@ def test_colouring_is_a_heuristic_not_a_guarantee():
 
 def test_hazard_means_a_reader_not_ordered_before_the_overwriting_producer():
     g = examples.branchy(branches=2, depth=2)
-    report = mg.plan_memory(g, mg.MemoryOptions(sharing="refcount", alignment=1))
+    report = mg.plan_memory(g, mg.MemoryOptions(planner="refcount", alignment=1))
     hazards = report.plan.parallel_hazards(g)
     assert hazards
     for a, b in hazards:
@@ -114,7 +114,7 @@ def test_hazard_means_a_reader_not_ordered_before_the_overwriting_producer():
 @given(st.integers(0, 10**6), st.integers(1, 60), st.booleans(), st.integers(2, 4))
 def test_different_colours_never_share_bytes(seed, n_ops, train, k):
     g = random_graph(seed, n_ops, train)
-    report = mg.plan_memory(g, mg.MemoryOptions(sharing="refcount", colors=k, alignment=1))
+    report = mg.plan_memory(g, mg.MemoryOptions(planner="refcount", colors=k, alignment=1))
     plan = report.plan
     names = [n for n in plan.offsets if plan.size(n)]
     for i, a in enumerate(names):

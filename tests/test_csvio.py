@@ -8,18 +8,17 @@ import io
 import pytest
 
 from minigraph.errors import MinigraphError, PlanError
-from minigraph.memory.buffers import Buffer, validate_offsets
-from minigraph.memory.cli_plan import add_arguments, run
+from minigraph.experiments.plan_cli import add_arguments, run
+from minigraph.memory.buffers import Buffer, first_overlap, validate_offsets
 from minigraph.memory.csvio import (
     CSVError,
-    first_overlap,
     problem_text,
     read_plan,
     read_problem,
     write_plan,
     write_problem,
 )
-from minigraph.memory.instances import ge_seed_example, hard_instance
+from minigraph.memory.instances import ge_worked_example, hard_instance
 from minigraph.memory.planners import plan_buffers
 
 
@@ -28,7 +27,7 @@ def text(s: str) -> io.StringIO:
 
 
 def test_problem_round_trip_keeps_every_buffer():
-    for bufs in (ge_seed_example(), hard_instance(40, 4096, 30, seed=1),
+    for bufs in (ge_worked_example(), hard_instance(40, 4096, 30, seed=1),
                  [Buffer(k, k, k + 3, 16 * k) for k in range(5)]):
         assert read_problem(text(problem_text(bufs))) == bufs
 
@@ -112,7 +111,7 @@ def cli(*argv: str) -> int:
 
 def test_cli_plans_a_csv_and_prints_the_numbers(tmp_path, capsys):
     path = tmp_path / "seed.csv"
-    write_problem(path, ge_seed_example())
+    write_problem(path, ge_worked_example())
     assert cli(str(path), "--planner", "ge") == 0
     out = capsys.readouterr().out
     assert "buffers             5" in out
@@ -154,7 +153,7 @@ def test_cli_reports_bad_input_and_bad_usage(tmp_path, capsys):
     assert "negative size" in capsys.readouterr().err
     assert cli() == 1
     assert "exactly one of" in capsys.readouterr().err
-    write_problem(path, ge_seed_example())
+    write_problem(path, ge_worked_example())
     assert cli(str(path), "--planner", "no-such-planner") == 1
     assert "unknown planner" in capsys.readouterr().err
 

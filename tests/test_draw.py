@@ -99,7 +99,7 @@ def test_max_nodes_draws_a_prefix_and_says_how_many_are_left_out() -> None:
 
 def test_plan_offsets_appear_in_tensor_labels() -> None:
     g = step_graph()
-    rep = mg.plan_memory(g, sharing="refcount")
+    rep = mg.plan_memory(g, planner="refcount")
     src = mg.draw(g, plan=rep).source
     name, off = next(iter(rep.plan.offsets.items()))
     assert f"@ {off}" in src
@@ -112,13 +112,13 @@ def test_mimebundle_is_svg_when_dot_is_installed() -> None:
     import shutil
     if shutil.which("dot") is None:
         pytest.skip("graphviz's dot is not installed here")
-    bundle = step_graph()._repr_mimebundle_()
+    bundle = mg.draw(step_graph())._repr_mimebundle_()
     assert "image/svg+xml" in bundle and "<svg" in bundle["image/svg+xml"]
 
 
 def test_missing_dot_gives_dot_source_and_an_install_hint(monkeypatch) -> None:
     monkeypatch.setenv("PATH", "")          # no `dot` on the PATH: ExecutableNotFound
-    bundle = step_graph()._repr_mimebundle_()
+    bundle = mg.draw(step_graph())._repr_mimebundle_()
     assert set(bundle) == {"text/plain"}
     text = bundle["text/plain"]
     assert "apt-get install graphviz" in text and "conda install graphviz" in text
@@ -159,7 +159,7 @@ def test_a_slow_layout_shows_a_smaller_drawing_instead_of_hanging(monkeypatch) -
             raise subprocess.TimeoutExpired(["dot"], draw_module.RENDER_TIMEOUT)
         return "<svg>smaller</svg>"
     monkeypatch.setattr(draw_module, "render_svg", slow_for_big)
-    bundle = g._repr_mimebundle_()
+    bundle = mg.draw(g)._repr_mimebundle_()
     assert bundle == {"image/svg+xml": "<svg>smaller</svg>"}
     assert len(calls) == 2
     # a drawing that is already small says how to draw less instead
@@ -186,6 +186,19 @@ def test_without_the_graphviz_package_the_source_is_still_shown(monkeypatch) -> 
     assert "pip install graphviz" in d._repr_mimebundle_()["text/plain"]
 
 
-def test_viz_package_imports_submodules_lazily() -> None:
+def test_viz_package_names_its_modules() -> None:
     import minigraph.viz as viz
     assert viz.draw is draw_module
+
+
+def test_a_graph_displays_as_its_drawing_in_ipython() -> None:
+    # The graph (core) knows nothing of drawing: the face registers the notebook display.
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    try:
+        draw_module.register_notebook_display()
+        data, _ = shell.display_formatter.format(step_graph())
+        assert "image/svg+xml" in data or "digraph" in data.get("text/plain", "")
+    finally:
+        InteractiveShell.clear_instance()

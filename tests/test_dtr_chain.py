@@ -9,8 +9,8 @@ import math
 import pytest
 
 from minigraph.errors import ThrashError
+from minigraph.examples import linear_chain
 from minigraph.runtime.dtr import DTRRuntime, program_from_graph
-from minigraph.runtime.dtr.examples import linear_chain
 
 UNIT = 4    # bytes of a one-element float32 tensor with alignment 1
 

@@ -20,8 +20,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 import minigraph as mg  # noqa: E402
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
+from minigraph.examples import random_training_graph  # noqa: E402
+from minigraph.feeds import random_feeds  # noqa: E402
 from minigraph.runtime.dtr import HEURISTICS, DTRExecutor, budget_bounds  # noqa: E402
-from minigraph.runtime.dtr.examples import feeds_for, random_training_graph  # noqa: E402
 
 try:
     from graphgen import random_graph  # the suite's shared generator, when present
@@ -49,7 +50,7 @@ def _check_events(events, budget):
 
 
 def _run(graph, budget, heuristic, alignment, thrash_limit):
-    feeds = feeds_for(graph, seed=1)
+    feeds = random_feeds(graph, seed=1)
     ref = mg.Executor(graph).run(feeds)
     ex = DTRExecutor(graph, budget, heuristic=heuristic, alignment=alignment,
                      check_remat=True, thrash_limit=thrash_limit)
@@ -98,7 +99,7 @@ def test_simulated_and_real_runs_decide_alike(seed, n_ops, heuristic, where):
     b = budget_bounds(g)
     budget = int(b.safe + where * (max(b.peak, b.safe) - b.safe))
     ex = DTRExecutor(g, budget, heuristic=heuristic, thrash_limit=1e12)
-    ex.run(feeds_for(g))
+    ex.run(random_feeds(g))
     sim = ex.simulate()
     assert sim.events == ex.last_trace.events
     assert sim.evicted == ex.last_trace.evicted

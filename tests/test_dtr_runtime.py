@@ -8,6 +8,8 @@ import pytest
 
 import minigraph as mg
 from minigraph.errors import BudgetError, ThrashError
+from minigraph.examples import linear_chain, mlp_training
+from minigraph.feeds import random_feeds
 from minigraph.runtime.dtr import (
     HEURISTICS,
     DTRExecutor,
@@ -21,13 +23,12 @@ from minigraph.runtime.dtr import (
     register_heuristic,
     simulate,
 )
-from minigraph.runtime.dtr.examples import feeds_for, linear_chain, mlp_training
 
 
 @pytest.fixture(scope="module")
 def mlp():
     g = mlp_training(depth=4, width=16, batch=32)
-    return g, feeds_for(g), mg.Executor(g).run(feeds_for(g))
+    return g, random_feeds(g), mg.Executor(g).run(random_feeds(g))
 
 
 def _events_stay_within(events, budget):
@@ -191,7 +192,7 @@ def test_stateful_updates_are_never_replayed_and_params_never_evicted(mlp):
 def test_old_parameter_values_are_copied_aside_when_a_recomputation_may_read_them():
     # dW0 is computed long before W1's update; evicting it means recomputing from W1.
     g = mlp_training(depth=3, width=16, batch=32)
-    feeds = feeds_for(g)
+    feeds = random_feeds(g)
     ref = mg.Executor(g).run(feeds)
     ex = DTRExecutor(g, budget_bounds(g).lower, heuristic="size")
     out = ex.run(feeds)
@@ -223,7 +224,7 @@ def test_dropout_masks_are_the_same_when_recomputed():
     for k in range(4):
         h = mg.dropout(mg.relu(h @ W), 0.3, name=f"drop{k}")
     g = mg.training_graph(mg.mean(h), [W], lr=0.1)
-    feeds = feeds_for(g)
+    feeds = random_feeds(g)
     for step in (0, 3):
         ref = mg.Executor(g).run(feeds, step=step)
         ex = DTRExecutor(g, ratio=0.9, heuristic="dtr", check_remat=True)
@@ -429,3 +430,50 @@ def test_dead_first_offers_the_kept_dead_tensors_alone_before_the_live_ones(dead
         assert only_dead and not mixed
     else:
         assert mixed
+
+
+# --- options: one record for every entry point ------------------------------------------------
+
+def test_every_entry_point_takes_the_same_options_and_refuses_unknown_ones():
+    from minigraph.runtime.dtr import DTROptionError, DTROptions, replay_trace, write_trace
+    g = mlp_training(depth=4, width=16, batch=32)
+    opts = DTROptions(heuristic="lru", defrag="last-resort", dead_first=False)
+    a = simulate(g, ratio=0.7, options=opts)
+    b = simulate(g, ratio=0.7, heuristic="lru", defrag="last-resort", dead_first=False)
+    c = DTRExecutor(g, ratio=0.7, options=opts).simulate()
+    assert a.evicted == b.evicted == c.evicted and a.extra_cost == c.extra_cost
+    for bad in (lambda: simulate(g, ratio=0.7, heuristc="lru"),
+                lambda: DTRExecutor(g, ratio=0.7, keep_dead=False),
+                lambda: DTRRuntime(program_from_graph(g), 10**6, peak_bytes=1),
+                lambda: replay_trace(write_trace(g), ratio=0.7, recompute_ratio=1)):
+        with pytest.raises(DTROptionError, match="the options are heuristic, heuristic_args"):
+            bad()
+    with pytest.raises(DTROptionError, match="defrag must be one of"):
+        DTROptions(defrag=True)
+
+
+def test_the_no_evict_peak_is_the_runtimes_own_high_water_mark_without_eviction():
+    """`Bounds.peak` is computed by a plain walk over the program; a runtime given an arena
+    too large to ever evict reaches exactly that address, and ratio 1.0 fits."""
+    from minigraph.models import get_model
+    from minigraph.runtime.dtr import parse_trace, write_trace
+    graphs = [mlp_training(depth=6, width=16, batch=64), linear_chain(12),
+              get_model("lstm", T=6, hidden=16, batch=32, input=8).graph]
+    programs = [program_from_graph(g) for g in graphs]
+    programs += [parse_trace(write_trace(g), alignment=64) for g in graphs]
+    for p in programs:
+        b = p.bounds()
+        rt = DTRRuntime(p, 4 * b.safe + 10 * b.peak, "lru", defrag="never", timeline=False)
+        tr = rt.run()
+        assert (tr.evictions, tr.defrags) == (0, 0)
+        assert rt.arena.high_water == b.peak >= b.live
+        assert DTRRuntime(p, b.peak, "dtr").run().evictions == 0
+
+
+def test_the_executor_takes_a_plan_a_report_or_nothing():
+    g = mlp_training(depth=2, width=8, batch=4)
+    report = mg.plan_memory(g)
+    assert mg.Executor(g, report).plan is report.plan
+    assert mg.Executor(g, report.plan).plan is report.plan
+    with pytest.raises(TypeError, match="not dict"):
+        mg.Executor(g, {"plan": report.plan})

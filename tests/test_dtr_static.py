@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from minigraph.errors import GraphError
+from minigraph.examples import linear_chain, mlp_training
 from minigraph.runtime.dtr import (
     checkmate,
     chen_at,
@@ -14,7 +15,6 @@ from minigraph.runtime.dtr import (
     program_from_graph,
     simulate,
 )
-from minigraph.runtime.dtr.examples import linear_chain, mlp_training
 
 
 def chain(n):

@@ -6,8 +6,10 @@ import time
 
 import pytest
 
-from minigraph.runtime.dtr import chen_sqrt, format_rows, plot_sweep, program_from_graph, sweep
-from minigraph.runtime.dtr.examples import mlp_training
+from minigraph.examples import mlp_training
+from minigraph.experiments.dtr import format_rows, sweep
+from minigraph.runtime.dtr import chen_sqrt, program_from_graph
+from minigraph.viz.plots import plot_sweep
 
 
 def test_a_sweep_has_one_row_per_heuristic_and_ratio_and_reports_progress():

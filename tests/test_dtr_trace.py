@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from minigraph.examples import mlp_training
 from minigraph.runtime.dtr import (
     parse_trace,
     program_from_graph,
@@ -13,7 +14,6 @@ from minigraph.runtime.dtr import (
     simulate,
     write_trace,
 )
-from minigraph.runtime.dtr.examples import mlp_training
 from minigraph.runtime.dtr.trace import TraceError
 
 

@@ -9,7 +9,7 @@ from minigraph.models import get_model
 
 def test_resident_steps_equal_repeated_runs_bitwise():
     m = get_model("mlp")
-    report = mg.plan_memory(m.graph, mg.MemoryOptions(sharing="refcount", inplace=True))
+    report = mg.plan_memory(m.graph, mg.MemoryOptions(planner="refcount", inplace=True))
     feeds = {**m.make_batch(0), **m.init_params(0)}
     ex = mg.Executor(m.graph, report.plan, device="cpu")
     ex.load(feeds)

@@ -19,7 +19,7 @@ def _feeds(m):
 @pytest.mark.parametrize("name", ZOO)
 def test_gpu_run_matches_cpu_within_float_tolerance(name):
     m = get_model(name)
-    report = mg.plan_memory(m.graph, mg.MemoryOptions(sharing="refcount", inplace=True,
+    report = mg.plan_memory(m.graph, mg.MemoryOptions(planner="refcount", inplace=True,
                                                       alignment=512))
     cpu = mg.Executor(m.graph, report.plan, device="cpu").run(_feeds(m))
     gpu = mg.Executor(m.graph, report.plan, device="gpu").run(_feeds(m))
@@ -27,11 +27,11 @@ def test_gpu_run_matches_cpu_within_float_tolerance(name):
         np.testing.assert_allclose(gpu[k], cpu[k], rtol=2e-3, atol=1e-4, err_msg=k)
 
 
-@pytest.mark.parametrize("sharing", SHARING)
+@pytest.mark.parametrize("planner", SHARING)
 @pytest.mark.parametrize("name", ZOO)
-def test_gpu_device_memory_equals_arena_plus_unplanned_within_1_percent(name, sharing):
+def test_gpu_device_memory_equals_arena_plus_unplanned_within_1_percent(name, planner):
     m = get_model(name)
-    report = mg.plan_memory(m.graph, mg.MemoryOptions(sharing=sharing, inplace=True))
+    report = mg.plan_memory(m.graph, mg.MemoryOptions(planner=planner, inplace=True))
     ex = mg.Executor(m.graph, report.plan, device="gpu")
     import cupy
     cupy.get_default_memory_pool().free_all_blocks()
@@ -44,7 +44,7 @@ def test_gpu_device_memory_equals_arena_plus_unplanned_within_1_percent(name, sh
 def test_gpu_step_makes_no_host_round_trip():
     import cupyx
     m = get_model("mlp")
-    report = mg.plan_memory(m.graph, mg.MemoryOptions(sharing="refcount", inplace=True))
+    report = mg.plan_memory(m.graph, mg.MemoryOptions(planner="refcount", inplace=True))
     ex = mg.Executor(m.graph, report.plan, device="gpu")
     ex.load(_feeds(m))
     with cupyx.allow_synchronize(False):     # a device-to-host copy would synchronise

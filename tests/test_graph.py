@@ -1,4 +1,4 @@
-"""The graph as a value, and the explicit backward graph's promises (seed 004).
+"""The graph as a value, and the explicit backward graph's promises [Chen 2016].
 
 - a frozen graph cannot be changed; editing returns a new graph;
 - names are stable: the same builder in a fresh name_scope gives the same names;
@@ -130,7 +130,7 @@ def test_forward_nodes_all_come_before_backward_nodes_in_program_order() -> None
     assert last_fwd < first_bwd
 
 
-# --- gradient aggregation: add_n, never a split layer (seed 004) --------------------------------
+# --- gradient aggregation: add_n, never a split layer [Chen 2016] -------------------------------
 
 def test_a_tensor_with_two_consumers_gets_one_add_n_node_and_no_split() -> None:
     with mg.name_scope():
@@ -190,9 +190,9 @@ def test_relu_grad_reads_the_relu_output_not_its_input() -> None:
     assert g.consumers[a.name] == (g.tensors[r.name].producer,)
 
 
-def test_seed004_F_is_not_read_by_the_backward_pass_so_it_dies_with_the_forward() -> None:
-    """Seed 004: C = A * B, F = C + B, loss = mean(F). d(C) does not need F (nor C), so
-    both can be freed right after the forward pass."""
+def test_mxnet_note_F_is_not_read_by_the_backward_pass_so_it_dies_with_the_forward() -> None:
+    """The MXNet note [Chen 2016]: C = A * B, F = C + B, loss = mean(F). d(C) does not need F (nor
+    C), so both can be freed right after the forward pass."""
     with mg.name_scope():
         A = mg.param("A", (16,))
         B = mg.param("B", (16,))

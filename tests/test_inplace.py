@@ -1,6 +1,6 @@
-"""In-place: when an output may take its input's bytes (seed 004 and seed 000, 5.2).
+"""In-place: when an output may take its input's bytes ([Chen 2016]; [Huawei GE, blog §5.2]).
 
-One test per clause of the rule in minigraph/memory/inplace.py, then the seeds' figures.
+One test per clause of the rule in minigraph/memory/inplace.py, then the source articles' figures.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from graphgen import bytes_equal
 import minigraph as mg
 from minigraph import examples
 from minigraph.examples import named
+from minigraph.feeds import random_feeds
 from minigraph.memory import inplace_pairs, validate_offsets
 
-ONE = mg.MemoryOptions(inplace=True, sharing="refcount", alignment=1)
+ONE = mg.MemoryOptions(inplace=True, planner="refcount", alignment=1)
 
 
 def pairs_of(graph: mg.Graph) -> list[tuple[str, str]]:
@@ -22,11 +23,11 @@ def pairs_of(graph: mg.Graph) -> list[tuple[str, str]]:
 
 
 def same_run(graph: mg.Graph, report: mg.MemoryReport) -> bool:
-    feeds = examples.feeds(graph)
+    feeds = random_feeds(graph)
     return bytes_equal(mg.Executor(graph).run(feeds), mg.Executor(graph, report.plan).run(feeds))
 
 
-# --- seed 004: the sigmoid chain ------------------------------------------------------------
+# --- the MXNet note [Chen 2016]: the sigmoid chain ------------------------------------------
 
 def test_sigmoid_chain_needs_one_buffer_in_place():
     g = examples.sigmoid_chain(3, shape=(4, 8))          # B, C, D: 128 bytes each
@@ -54,7 +55,7 @@ def test_sigmoid_chain_without_in_place_needs_two_buffers():
 # --- the clauses of the rule -----------------------------------------------------------------
 
 def test_inplace_refused_when_input_has_a_later_reader():
-    # Seed 004's counter-example: B is read by C = sigmoid(B) and, later, by F.
+    # The MXNet note's counter-example [Chen 2016]: B is read by C = sigmoid(B) and, later, by F.
     g = examples.inplace_counterexample()
     pairs = pairs_of(g)
     assert ("B", "C") not in pairs
@@ -176,9 +177,9 @@ def test_handover_must_happen_at_one_step_at_one_offset():
         validate_offsets(bufs, plan.offsets, None, 1, [])   # no hand-overs declared
 
 
-# --- seed 004: the two-layer perceptron ----------------------------------------------------
+# --- the MXNet note [Chen 2016]: the two-layer perceptron ----------------------------------
 
-def test_seed004_mlp_act1_dfc1_dfc2_go_in_place():
+def test_mxnet_note_mlp_act1_dfc1_dfc2_go_in_place():
     g, n = examples.two_layer_mlp()               # batch 64, 784 -> 128 -> 10
     pairs = set(mg.plan_memory(g, ONE).plan.inplace)
     assert (n["fc1"], n["act1"]) in pairs          # act1 = relu(fc1)
@@ -186,10 +187,10 @@ def test_seed004_mlp_act1_dfc1_dfc2_go_in_place():
     assert (n["fc2"], n["d(fc2)"]) in pairs        # the loss gradient overwrites fc2
 
 
-def test_seed004_mlp_exact_bytes():
+def test_mxnet_note_mlp_exact_bytes():
     g, n = examples.two_layer_mlp()
     fc, logits, dw1, dw2 = 64 * 128 * 4, 64 * 10 * 4, 784 * 128 * 4, 128 * 10 * 4
-    none = mg.plan_memory(g, ONE.replace(inplace=False, sharing="none"))
+    none = mg.plan_memory(g, ONE.replace(inplace=False, planner="none"))
     assert none.arena_bytes == none.no_reuse_bytes == 4 * fc + 2 * logits + dw1 + dw2 == 542_720
     both = mg.plan_memory(g, ONE)
     # one block for fc1/act1 then d(W1); fc2/d(fc2); d(act1)/d(fc1); d(W2)

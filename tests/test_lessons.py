@@ -2,12 +2,15 @@
 
 One test per notebook in lessons/ (and lessons/assignments/ when it exists), executed with
 nbclient in the notebook's own folder; each must finish within `TIMEOUT` seconds.
-Exercises left undone print "not done yet" and do not fail.
+Exercises left undone print "not done yet" and do not fail. Before that, every notebook must
+be what jupytext builds from its source in src/ (`python lessons/src/build.py --check`).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,6 +36,13 @@ def _id(p: Path) -> str:
 
 def test_there_are_lessons() -> None:
     assert (LESSONS / "00_tour.ipynb").exists(), "run `python lessons/src/build.py`"
+
+
+def test_notebooks_are_built_from_their_sources() -> None:
+    pytest.importorskip("jupytext")
+    run = subprocess.run([sys.executable, str(LESSONS / "src" / "build.py"), "--check"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("path", notebooks(), ids=_id)

@@ -1,6 +1,6 @@
 """Liveness: intervals [first step, last step] inclusive, planned or not, aligned bytes.
 
-Reads as a specification of minigraph/memory/liveness.py (seed 000, section 3).
+Reads as a specification of minigraph/memory/liveness.py [Huawei GE, blog §3].
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from minigraph.memory.liveness import check_schedule
 
 
 def _blog_graph() -> mg.Graph:
-    """Seed 000's liveness example: Op1 -> T1; Op2(T1) -> T2; Op3(T1) -> T3;
+    """The GE blog's liveness example [Huawei GE]: Op1 -> T1; Op2(T1) -> T2; Op3(T1) -> T3;
     Op4(T2, T3) -> Output."""
     with mg.name_scope():
         x = mg.input("Input", (4, 4))
@@ -36,7 +36,7 @@ def test_interval_runs_from_producer_step_to_last_reader_step_inclusive():
     assert (iv["T3"].start, iv["T3"].end) == (2, 3)
 
 
-def test_seed000_t1_and_t3_overlap_although_the_blog_says_they_may_share():
+def test_blog_cnn_t1_and_t3_overlap_although_the_blog_says_they_may_share():
     # The blog's table gives T1 [1,2] and T3 [3,3] and concludes they can share a pool.
     # But Op3 *reads* T1 while it writes T3: with inclusive ends both live at Op3's step.
     live = mg.liveness(_blog_graph(), alignment=1)
@@ -121,7 +121,7 @@ def test_theoretical_minimum_is_the_largest_live_sum_of_any_step():
     assert live.theoretical_minimum() == max(per_step) == 192
 
 
-def test_seed000_cnn_block_liveness_figures():
+def test_blog_cnn_cnn_block_liveness_figures():
     g = examples.cnn_block()
     live = mg.liveness(g, alignment=1)
     iv = live.intervals

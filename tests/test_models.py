@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import minigraph as mg
-from minigraph import models
+from minigraph import examples, models
+from minigraph.experiments.training import train
+from minigraph.feeds import random_feeds
 from minigraph.models import MODELS, Model, get_model
 
 RUNNABLE = [name for name in MODELS if name != "resnet50"]
@@ -17,7 +19,7 @@ RUNNABLE = [name for name in MODELS if name != "resnet50"]
 def trained(request) -> tuple[Model, list[float]]:
     m = get_model(request.param)
     m.zoo_name = request.param
-    return m, m.train(30)
+    return m, train(m, 30)[0]
 
 
 def test_thirty_sgd_steps_on_the_fixed_batch_reduce_the_loss(trained) -> None:
@@ -54,8 +56,8 @@ def test_names_are_stable_across_builds(trained) -> None:
 
 def test_a_planned_run_gives_the_same_losses_as_no_reuse() -> None:
     m = get_model("transformer")
-    plain = m.train(3)
-    planned = m.train(3, plan=mg.MemoryOptions(sharing="refcount", inplace=True))
+    plain = train(m, 3)[0]
+    planned = train(m, 3, plan=mg.MemoryOptions(planner="refcount", inplace=True))[0]
     np.testing.assert_array_equal(plain, planned)
 
 
@@ -66,7 +68,7 @@ def test_train_with_another_lr_rebuilds_the_graph() -> None:
     assert m2.lr == 0.01 and m.lr != 0.01
     lrs = {dict(n.attrs)["lr"] for n in m2.graph if n.op == "sgd_update"}
     assert lrs == {0.01}
-    slow, fast = m.train(5, lr=0.01), m.train(5)
+    slow, fast = train(m, 5, lr=0.01)[0], train(m, 5)[0]
     assert slow[0] == fast[0] and slow[-1] > fast[-1]
 
 
@@ -93,7 +95,7 @@ def test_resnet50_at_224_builds_and_plans_without_running() -> None:
     assert g.tensors["x"].shape == (32, 3, 224, 224)
     nparams = sum(int(np.prod(g.tensors[p].shape)) for p in m.params)
     assert nparams == 25_557_032           # torchvision's resnet50 has the same count
-    report = mg.plan_memory(g, sharing="refcount", inplace=True)
+    report = mg.plan_memory(g, planner="refcount", inplace=True)
     report.plan.validate()
     assert report.theoretical_minimum <= report.arena_bytes < report.no_reuse_bytes
     assert report.saved_percent > 50
@@ -130,24 +132,40 @@ def test_transformer_mask_is_causal() -> None:
     assert mask[0, 1] < -1e8 and mask[1, 0] == 0 and mask[3, 3] == 0
 
 
-def test_seed_sigmoid_chain_needs_one_buffer_with_in_place() -> None:
-    g = models.seed_sigmoid_chain(n=1024, length=3)
-    rep = mg.plan_memory(g, sharing="none", inplace=True, alignment=1)
-    assert len(rep.plan.inplace) == 2
-    assert len({rep.plan.offsets[n.outputs[0]] for n in g if n.op == "sigmoid"}) == 1
+def test_the_zoo_mlp_is_the_one_mlp_builder() -> None:
+    m = models.mlp(batch=8, sizes=(16, 32, 5), lr=0.3)
+    g = models.mlp_graph((16, 32, 5), 8, lr=0.3)
+    assert g.nodes == m.graph.nodes and list(g.tensors) == list(m.graph.tensors)
 
 
-def test_seed_shared_input_refuses_in_place_for_the_first_reader() -> None:
-    g = models.seed_shared_input()
-    pairs = mg.plan_memory(g, sharing="none", inplace=True, alignment=1).plan.inplace
-    b = next(n.outputs[0] for n in g if n.op == "sigmoid" and n.inputs == ("A",))
-    c = next(n.outputs[0] for n in g if n.op == "sigmoid" and n.inputs == (b,))
-    assert (b, c) not in pairs                    # F = exp(B) still reads B after C
-    assert any(x == b and g.producer(y).op == "exp" for x, y in pairs)
+def test_mlp_layers_number_parameters_from_first_and_skip_biases_on_request() -> None:
+    g = models.mlp_graph((4, 6, 3), 2, bias=False, first=0, loss="mean", act_last=True)
+    assert g.params == ["W0", "W1"] and g.inputs == ["x"]
+    assert [n.op for n in g if n.role == "forward"] == ["matmul", "relu", "matmul", "relu",
+                                                        "mean"]
 
 
-def test_seed_examples_build() -> None:
-    for name, build in models.SEED_EXAMPLES.items():
+def test_two_layer_mlp_uses_the_mxnet_note_names() -> None:
+    g, names = examples.two_layer_mlp(batch=4, n_in=8, hidden=5, classes=3)
+    assert {"fc1", "act1", "fc2", "loss", "data", "label"} <= set(g.tensors)
+    assert g.producer(names["d(fc1)"]).op == "relu_grad"
+
+
+def test_every_example_graph_builds_and_plans() -> None:
+    for build in (examples.sigmoid_chain, examples.inplace_counterexample,
+                  lambda: examples.two_layer_mlp()[0], examples.free_after_forward,
+                  examples.branchy, examples.cnn_block, lambda: examples.linear_chain(5),
+                  examples.mlp_training, lambda: examples.random_training_graph(3),
+                  lambda: examples.wide_mlp((8, 16, 4), batch=2)):
         g = build()
-        assert len(g) > 0, name
-        mg.plan_memory(g, sharing="refcount", inplace=True).plan.validate()
+        assert len(g) > 0, g.name
+        mg.plan_memory(g, planner="refcount", inplace=True).plan.validate()
+
+
+def test_random_feeds_gives_class_labels_and_the_models_parameters() -> None:
+    m = models.mlp(batch=64, sizes=(4, 8, 3))
+    feeds = random_feeds(m.graph, seed=2)
+    assert set(feeds) == set(m.graph.inputs) | set(m.params)
+    assert feeds["y"].dtype == np.int64 and 0 <= feeds["y"].min() and feeds["y"].max() < 3
+    for p, v in m.init_params(2).items():
+        np.testing.assert_array_equal(feeds[p], v)

@@ -10,6 +10,14 @@ from hypothesis import strategies as st
 import minigraph as mg
 from minigraph.backend import gpu_available
 from minigraph.errors import DeviceError
+from minigraph.examples import wide_mlp
+from minigraph.experiments.allocators import (
+    compare_allocators,
+    dtr_rows,
+    dtr_runs,
+    format_rows,
+)
+from minigraph.experiments.pool import measure_cupy_pool
 from minigraph.memory import liveness
 from minigraph.memory.online import (
     ALLOCATORS,
@@ -23,11 +31,8 @@ from minigraph.memory.online import (
     StitchingAllocator,
     TraceError,
     as_trace,
-    compare_allocators,
-    format_rows,
+    buffers_from_trace,
     make_allocator,
-    measure_cupy_pool,
-    mlp_training_graph,
     peak_live,
     roundup_power2_next_division,
     simulate,
@@ -35,14 +40,13 @@ from minigraph.memory.online import (
     trace_from_buffers,
     trace_from_schedule,
 )
-from minigraph.memory.online.compare import buffers_from_trace, dtr_rows
 
 KB = 1000
 
 
 @pytest.fixture(scope="module")
 def small_graph():
-    return mlp_training_graph(widths=(512, 1024, 256, 512), batch=128, name="small-mlp")
+    return wide_mlp(widths=(512, 1024, 256, 512), batch=128, name="small-mlp")
 
 
 # The trace -------------------------------------------------------------------------------
@@ -375,10 +379,10 @@ def test_planners_left_out_for_big_graphs_are_reported_as_skipped(small_graph):
 def test_pictures_draw(small_graph):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
-    from minigraph.memory.online import plot_allocators, plot_arena, plot_timeline
+    from minigraph.viz.allocators import plot_allocator_timeline, plot_allocators, plot_arena
     r = simulate(trace_from_schedule(small_graph), "gmlake")
     assert plot_arena(r) is not None
-    assert plot_timeline([r]) is not None
+    assert plot_allocator_timeline([r]) is not None
     assert plot_allocators(compare_allocators(small_graph, planners=["refcount"])) is not None
 
 
@@ -393,9 +397,7 @@ def test_inplace_comparison_uses_the_fused_minimum():
 
 
 def test_dtr_runs_replay_through_every_allocator():
-    pytest.importorskip("minigraph.runtime.dtr")
-    from minigraph.memory.online import dtr_runs
-    g = mlp_training_graph(widths=(1024, 2048, 1024, 512), batch=128, name="dtr-mlp")
+    g = wide_mlp(widths=(1024, 2048, 1024, 512), batch=128, name="dtr-mlp")
     notes: list[str] = []
     runs = dtr_runs(g, ratios=(0.9,), notes=notes)
     if not runs:
@@ -481,7 +483,7 @@ class _StandInCupy:
 
 
 def test_the_measuring_loop_matches_its_simulation_on_a_stand_in_pool(small_graph, monkeypatch):
-    import minigraph.memory.online.measure as measure
+    import minigraph.experiments.pool as measure
     fake = _StandInCupy()
     monkeypatch.setattr(measure, "cupy_module", lambda: fake)
     m = measure.measure_cupy_pool(small_graph)
@@ -497,3 +499,21 @@ def test_cupy_pool_measurement_sits_beside_its_simulation(small_graph):
     assert all(t >= u >= 0 for u, t in zip(m.used, m.total))
     assert m.peak_used >= max(m.predicted_used) > 0
     assert isinstance(CupyPoolAllocator().replay([]).peak_reserved, int)
+
+
+def test_online_first_fit_places_every_block_where_the_one_first_fit_arena_does():
+    """One first fit: the online simulator asks `FirstFitArena` (the arena DTR runs in)
+    where each block goes, and grows it at the top when nothing fits."""
+    from minigraph.memory.online.arena import FirstFitArena
+    trace = [("alloc", "a", 1024), ("alloc", "b", 2048), ("alloc", "c", 512),
+             ("free", "a", 1024), ("alloc", "d", 512), ("free", "c", 512),
+             ("alloc", "e", 4096), ("alloc", "f", 1024)]
+    r = simulate(trace, "first-fit", alignment=512, check=True)
+    big, addr = FirstFitArena(1 << 20), {}
+    for kind, tid, size in trace:
+        if kind == "alloc":
+            addr[tid] = big.alloc(size, tid)
+        else:
+            big.free(addr[tid])
+    assert {x.owner: x.addr for x in r.rects} == addr
+    assert r.peak_reserved == big.high_water

@@ -544,10 +544,10 @@ def test_executor_agrees_with_the_reference_interpreter(zoo):
             np.testing.assert_array_equal(got[name], to_numpy(arrays[name]), err_msg=name)
 
 
-@pytest.mark.parametrize("sharing", ["none", "refcount"])
-def test_planned_run_with_inplace_matches_unplanned_bitwise(zoo, sharing):
+@pytest.mark.parametrize("planner", ["none", "refcount"])
+def test_planned_run_with_inplace_matches_unplanned_bitwise(zoo, planner):
     for graph, feeds, _, _ in zoo:
-        report = mg.plan_memory(graph, mg.MemoryOptions(inplace=True, sharing=sharing,
+        report = mg.plan_memory(graph, mg.MemoryOptions(inplace=True, planner=planner,
                                                         alignment=8))
         assert report.plan.inplace                 # some of the declared pairs were used
         plain = mg.Executor(graph).run(feeds, step=1)

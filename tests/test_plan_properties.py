@@ -9,7 +9,6 @@ registers itself is covered here without editing this file.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
 import re
 import time
@@ -27,12 +26,11 @@ ALL_PLANNERS = sorted(planners.PLANNERS)
 ALL_ORDERS = sorted(ORDERS)
 
 # Searching planners (those that take a time limit: ilp, anneal, search, ...) get small
-# limits, fewer and smaller graphs; the rest the full range. plan_buffers passes each
-# planner only the keywords it accepts, so one dict of limits serves every planner.
+# limits, fewer and smaller graphs; the rest the full range. Each takes the limits it has
+# an option for (`options_for`): an option a planner does not take is refused.
 LIMITS = {"time_limit": 0.1, "iterations": 40, "node_limit": 2000, "seed": 0}
-SEARCHING = {p for p in ALL_PLANNERS
-             if "time_limit" in inspect.signature(planners.PLANNERS[p]).parameters}
-ARGS = dict.fromkeys(SEARCHING, LIMITS)
+SEARCHING = {p for p in ALL_PLANNERS if "time_limit" in planners.planner_options(p)}
+ARGS = {p: planners.options_for(p, LIMITS) for p in SEARCHING}
 MAX_OPS = {p: 12 if p == "ilp" else 25 for p in SEARCHING}
 EXAMPLES = {p: 4 if p == "ilp" else 8 for p in SEARCHING}
 SWITCHES = list(itertools.product((False, True), (1, 2, 3), (1, 512)))  # in-place, colours, align
@@ -43,7 +41,7 @@ def _check_all_switches(planner: str, seed: int, n_ops: int, train: bool) -> Non
     feeds = feeds_for(g, seed)
     reference = mg.Executor(g, device="cpu").run(feeds)
     for inplace, colors, alignment in SWITCHES:
-        opts = mg.MemoryOptions(inplace=inplace, sharing=planner, colors=colors,
+        opts = mg.MemoryOptions(inplace=inplace, planner=planner, colors=colors,
                                 alignment=alignment, planner_args=ARGS.get(planner, {}))
         report = mg.plan_memory(g, opts)
         plan = report.plan.validate()
@@ -79,7 +77,7 @@ def test_every_schedule_runs_bitwise_equal(order):
         feeds = feeds_for(g, seed)
         reference = mg.Executor(g, device="cpu").run(feeds)
         for inplace in (False, True):
-            opts = mg.MemoryOptions(inplace=inplace, sharing="refcount", order=order)
+            opts = mg.MemoryOptions(inplace=inplace, planner="refcount", order=order)
             report = mg.plan_memory(g, opts)
             assert report.plan.schedule == tuple(mg.schedule(g, order))
             got = mg.Executor(g, report.plan.validate(), device="cpu").run(feeds)
@@ -175,7 +173,7 @@ def test_planted_overlap_is_caught_and_would_give_a_wrong_answer():
         a = mg.exp(x)
         b = mg.tanh(x)
         g = mg.Graph([mg.sum(a * b)])
-    good = mg.plan_memory(g, mg.MemoryOptions(sharing="refcount", alignment=512)).plan
+    good = mg.plan_memory(g, mg.MemoryOptions(planner="refcount", alignment=512)).plan
     bad = plant(good, a.name, b.name)
     with pytest.raises(mg.PlanError) as e:
         bad.validate()
@@ -193,7 +191,7 @@ def test_planted_overlap_is_caught_and_would_give_a_wrong_answer():
        st.sampled_from(ALL_PLANNERS))
 def test_planted_overlap_is_caught_on_random_graphs(seed, n_ops, train, planner):
     g = random_graph(seed, n_ops, train)
-    opts = mg.MemoryOptions(inplace=True, sharing=planner, planner_args=ARGS.get(planner, {}))
+    opts = mg.MemoryOptions(inplace=True, planner=planner, planner_args=ARGS.get(planner, {}))
     if planner in MAX_OPS and len(g.nodes) > 2 * MAX_OPS[planner]:
         return
     plan = mg.plan_memory(g, opts).plan
@@ -226,7 +224,7 @@ def test_zoo_refcount_inplace_beats_no_reuse_and_never_the_minimum(name):
         pytest.skip(f"{name} is not in the zoo")
     g = models.get_model(name).graph
     for inplace in (False, True):
-        report = mg.plan_memory(g, mg.MemoryOptions(inplace=inplace, sharing="refcount"))
+        report = mg.plan_memory(g, mg.MemoryOptions(inplace=inplace, planner="refcount"))
         assert report.theoretical_minimum <= report.arena_bytes < report.no_reuse_bytes
         # without in-place, the minimum of the merged problem is the plain one
         if not inplace:
@@ -237,7 +235,7 @@ def test_zoo_refcount_inplace_beats_no_reuse_and_never_the_minimum(name):
 
 def test_planning_20000_tensors_with_refcount_takes_under_2_seconds():
     g = chain_graph(20_000)                  # plain data: relu chain with long skip adds
-    opts = mg.MemoryOptions(inplace=True, sharing="refcount")
+    opts = mg.MemoryOptions(inplace=True, planner="refcount")
     best = float("inf")
     for _ in range(2):                       # the better of two, against a busy machine
         t0 = time.perf_counter()

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import inspect
 import random
 import time
 
 import pytest
 
 from minigraph.errors import PlanError
+from minigraph.examples import mlp_training
+from minigraph.memory import MemoryOptions, plan_memory
 from minigraph.memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
 from minigraph.memory.instances import (
-    ge_seed_example,
+    ge_worked_example,
     guillotine_tiling,
     hard_instance,
     random_buffers,
 )
-from minigraph.memory.planners import get_planner, plan_buffers
+from minigraph.memory.planners import (
+    PLANNERS,
+    get_planner,
+    options_for,
+    plan_buffers,
+    planner_options,
+)
 from minigraph.memory.planners.anneal import offset_order
 from minigraph.memory.planners.ge import binary_ranges
 from minigraph.memory.planners.ilp import best_heuristic, live_sets
@@ -27,26 +36,26 @@ FAST_ARGS = {"anneal": {"iterations": 150, "seed": 1}, "ilp": {"time_limit": 1.0
 
 def arena(planner: str, buffers, alignment: int = 1, **kw) -> tuple[int, object]:
     aligned, placed = plan_buffers(buffers, planner, alignment, **kw)
-    return arena_size(aligned, placed.offsets), placed
+    return placed.arena_bytes, placed
 
 
-# --- seed 001's worked example ----------------------------------------------------------
+# --- the CANN GE article's worked example [Huawei GE] -----------------------------------
 
-def test_seed_example_no_reuse_and_minimum():
-    ex = ge_seed_example()
+def test_ge_worked_example_no_reuse_and_minimum():
+    ex = ge_worked_example()
     assert arena("none", ex)[0] == 8704
     assert theoretical_minimum(ex) == 4608
 
 
 def test_max_block_reuses_one_range_and_resizes_to_6656():
-    size, placed = arena("ge-max", ge_seed_example())
+    size, placed = arena("ge-max", ge_worked_example())
     assert size == 6656
     assert sorted(sorted(map(str, bl)) for bl in placed.blocks) == [["A", "C", "E"], ["B"], ["D"]]
 
 
 def test_binary_block_ranges_are_those_of_the_seed():
-    assert binary_ranges([b.size for b in ge_seed_example()]) == [1024, 2048, 4096]
-    size, placed = arena("ge-binary", ge_seed_example())
+    assert binary_ranges([b.size for b in ge_worked_example()]) == [1024, 2048, 4096]
+    size, placed = arena("ge-binary", ge_worked_example())
     assert size == 1024 + 2048 + 512 + 4096      # D may not reuse A/C's 1024 block in time
 
 
@@ -60,16 +69,16 @@ def test_binary_ranges_merge_sparse_ranges_into_the_next():
 
 
 def test_hybrid_keeps_the_smaller_of_max_and_binary():
-    for bufs in (ge_seed_example(), random_buffers(200, seed=3), hard_instance(60, seed=2)):
+    for bufs in (ge_worked_example(), random_buffers(200, seed=3), hard_instance(60, seed=2)):
         best = min(arena("ge-max", bufs, 512)[0], arena("ge-binary", bufs, 512)[0])
         assert arena("ge-hybrid", bufs, 512)[0] == best
 
 
-def test_ge_two_level_reaches_the_theoretical_minimum_on_the_seed_example():
-    size, placed = arena("ge", ge_seed_example())
-    assert size == 4608 == theoretical_minimum(ge_seed_example())
+def test_ge_two_level_reaches_the_theoretical_minimum_on_the_ge_worked_example():
+    size, placed = arena("ge", ge_worked_example())
+    assert size == 4608 == theoretical_minimum(ge_worked_example())
     off = placed.offsets
-    # Level 1 fuses A and C (same size); the blocks' lifetimes are the seed's figure 6.
+    # Level 1 fuses A and C (same size); the blocks' lifetimes are figure 6 of [Huawei GE].
     by_block = {tuple(sorted(map(str, bl))) for bl in placed.blocks}
     assert by_block == {("A", "C"), ("B",), ("D",), ("E",)}
     # Level 2 (figure 8): E at 0; B inside E (lifetimes apart); AC on top of B; D above E.
@@ -77,16 +86,16 @@ def test_ge_two_level_reaches_the_theoretical_minimum_on_the_seed_example():
 
 
 def test_ge_block_lifetimes_after_level_one():
-    ex = {b.id: b for b in ge_seed_example()}
-    _, placed = arena("ge", ge_seed_example())
+    ex = {b.id: b for b in ge_worked_example()}
+    _, placed = arena("ge", ge_worked_example())
     spans = sorted((min(ex[i].start for i in bl), max(ex[i].end for i in bl))
                    for bl in placed.blocks)
     assert spans == [(1, 4), (2, 4), (4, 5), (5, 6)]
 
 
-def test_ge_hull_variant_gives_the_same_on_the_seed_example():
-    placed = get_planner("ge")(ge_seed_example(), alignment=1, holes=False)
-    assert arena_size(ge_seed_example(), placed.offsets) == 4608
+def test_ge_hull_variant_gives_the_same_on_the_ge_worked_example():
+    placed = get_planner("ge")(ge_worked_example(), alignment=1, holes=False)
+    assert arena_size(ge_worked_example(), placed.offsets) == 4608
 
 
 def test_ge_planners_round_blocks_to_the_alignment():
@@ -100,7 +109,7 @@ def test_ge_planners_round_blocks_to_the_alignment():
 
 def _problems():
     rng = random.Random(7)
-    out = [("seed001", ge_seed_example()),
+    out = [("ge-worked-example", ge_worked_example()),
            ("one", [Buffer("x", 0, 0, 64)]),
            ("zero-sizes", [Buffer("a", 0, 3, 0), Buffer("b", 0, 3, 8), Buffer("c", 2, 5, 0)]),
            ("all-alive", [Buffer(k, 0, 9, 100 + k) for k in range(8)]),
@@ -121,7 +130,7 @@ def test_every_planner_gives_a_valid_plan_no_smaller_than_the_minimum(planner, n
     for alignment in (1, 512):
         aligned, placed = plan_buffers(buffers, planner, alignment, **FAST_ARGS.get(planner, {}))
         validate_offsets(aligned, placed.offsets, alignment=alignment)
-        assert arena_size(aligned, placed.offsets) >= theoretical_minimum(aligned)
+        assert placed.arena_bytes >= theoretical_minimum(aligned)
 
 
 def test_heuristics_on_many_small_random_problems():
@@ -134,12 +143,31 @@ def test_heuristics_on_many_small_random_problems():
         for planner in ("ge-max", "ge-binary", "ge", "greedy-size", "bestfit"):
             placed = get_planner(planner)(bufs, **({"alignment": 1} if "ge" in planner else {}))
             validate_offsets(bufs, placed.offsets)
-            assert arena_size(bufs, placed.offsets) >= theoretical_minimum(bufs)
+            assert placed.arena_bytes >= theoretical_minimum(bufs)
 
 
 def test_every_part2_planner_is_registered():
     for name in PART2:
         assert callable(get_planner(name))
+
+
+def test_unknown_planner_option_is_refused():
+    bufs = ge_worked_example()
+    with pytest.raises(PlanError, match=r"'anneal' has no option 'iteratons'.*iterations"):
+        plan_buffers(bufs, "anneal", 1, iteratons=5)
+    with pytest.raises(PlanError, match=r"'none' has no option 'seed'; it takes no options"):
+        plan_memory(mlp_training(), MemoryOptions(planner="none", planner_args={"seed": 0}))
+    assert planner_options("ge") == ("holes",)       # alignment comes from plan_buffers
+    assert options_for("ilp", {"time_limit": 1.0, "seed": 0}) == {"time_limit": 1.0}
+
+
+def test_every_planner_takes_keyword_only_options_and_measures_its_arena():
+    bufs = hard_instance(40, 4096, 40, seed=3)
+    for name, fn in PLANNERS.items():
+        params = list(inspect.signature(fn).parameters.values())
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[1:]), name
+        placed = fn(bufs, **FAST_ARGS.get(name, {}))
+        assert placed.arena_bytes == arena_size(bufs, placed.offsets), name
 
 
 def test_hard_instance_tiles_its_rectangle_exactly():
@@ -272,7 +300,7 @@ def test_ilp_solves_a_30_buffer_hard_instance_within_10_seconds():
 
 
 def test_ilp_says_optimal_without_solving_when_a_heuristic_meets_the_minimum():
-    size, placed = arena("ilp", ge_seed_example())
+    size, placed = arena("ilp", ge_worked_example())
     assert size == 4608 and placed.note.startswith("optimal (")
     assert "meets the theoretical minimum" in placed.note
 

@@ -8,7 +8,7 @@ import pytest
 
 from minigraph.errors import PlanError
 from minigraph.memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
-from minigraph.memory.instances import ge_seed_example, hard_instance, random_buffers
+from minigraph.memory.instances import ge_worked_example, hard_instance, random_buffers
 from minigraph.memory.planners import PLANNERS, get_planner, plan_buffers
 from minigraph.memory.planners.search import (
     ABORTED,
@@ -16,7 +16,11 @@ from minigraph.memory.planners.search import (
     INFEASIBLE,
     PORTFOLIO,
     Problem,
+    State,
+    exact_fill,
     feasible,
+    plan_search,
+    waits_for_twin,
 )
 
 # 13 buffers whose theoretical minimum (21 B) has no plan: the optimum is 22 B (the ILP
@@ -59,9 +63,9 @@ def test_with_no_nodes_it_returns_the_better_heuristic_and_says_why():
     assert "node limit reached" in placed.note
 
 
-def test_seed_001_example_is_solved_optimally():
-    size, placed = run(ge_seed_example())
-    assert size == 4608 == theoretical_minimum(ge_seed_example())
+def test_the_ge_worked_example_is_solved_optimally():
+    size, placed = run(ge_worked_example())
+    assert size == 4608 == theoretical_minimum(ge_worked_example())
     assert "optimal (meets the theoretical minimum)" in placed.note
 
 
@@ -156,7 +160,7 @@ def test_colours_are_planned_apart_and_zero_byte_buffers_get_offsets():
 
 def test_negative_node_limit_is_refused():
     with pytest.raises(PlanError):
-        plan_buffers(ge_seed_example(), "search", 1, node_limit=-1)
+        plan_buffers(ge_worked_example(), "search", 1, node_limit=-1)
 
 
 @pytest.mark.parametrize("order", ["program", "best"])
@@ -167,3 +171,39 @@ def test_the_transformer_is_planned_within_one_percent_of_its_minimum(order):
     bufs = liveness(g, schedule(g, order), 512).buffers()
     size, placed = run(bufs, 512, time_limit=2.0)
     assert size <= 1.01 * theoretical_minimum(bufs), placed.note
+
+
+def test_the_proof_visits_the_same_nodes_as_before_the_rewrite():
+    # Node counts of every strategy on GAP_13 (a proof at 21 B, a plan at 22 B), recorded
+    # before search.py was split into named rules: same order of visits, same cuts.
+    problem = Problem([Buffer(*t) for t in GAP_13])
+    assert [feasible(problem, 21, s, 10**6)[2] for s in PORTFOLIO] == \
+        [846, 695, 645, 846, 695, 695, 645, 695, 695, 652]
+    assert [feasible(problem, 22, s, 10**6)[2] for s in PORTFOLIO] == \
+        [14, 17, 13, 14, 17, 17, 13, 17, 17, 17]
+
+
+def test_plan_search_takes_keyword_options_and_measures_its_arena():
+    bufs = hard_instance(40, 4096, 40, seed=2)
+    placed = plan_search(bufs, node_limit=10_000, time_limit=None)
+    assert placed.arena_bytes == arena_size(bufs, placed.offsets) == 4096
+    with pytest.raises(TypeError):
+        plan_search(bufs, 1.0)          # options are keyword-only
+
+
+def test_exact_fill_is_a_subset_sum_over_the_buffers_that_fit_below():
+    # One section: sizes 3, 5 and 2 (buffer 2 is the one that would sit on top).
+    problem = Problem([Buffer(0, 0, 0, 3), Buffer(1, 0, 0, 5), Buffer(2, 0, 0, 2)])
+    st = State(problem, 10, PORTFOLIO[0])
+    assert exact_fill(st, 0, 8, 2, 10)          # 3 + 5
+    assert not exact_fill(st, 0, 4, 2, 10)      # no subset of {3, 5} sums to 4
+    assert not exact_fill(st, 0, 8, 2, 4)       # 5 does not fit below offset 4
+    assert exact_fill(st, 0, 3, 2, 4)
+
+
+def test_identical_buffers_are_placed_in_index_order():
+    problem = Problem([Buffer("a", 0, 2, 4), Buffer("b", 0, 2, 4), Buffer("c", 1, 2, 4)])
+    st = State(problem, 12, PORTFOLIO[0])
+    assert waits_for_twin(st, 1) and not waits_for_twin(st, 0)
+    st.place(0)
+    assert not waits_for_twin(st, 1)

@@ -1,4 +1,4 @@
-"""Schedules (topological orders) change lifetimes, hence the theoretical minimum (seed 001 §2)."""
+"""Schedules (topological orders) change lifetimes, so the theoretical minimum [Huawei GE, §2]."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from minigraph.graph import add_control_deps, name_scope
 from minigraph.memory import MemoryOptions, liveness, plan_memory, schedule
 from minigraph.memory.liveness import check_schedule
 from minigraph.memory.orders import ORDERS
+from minigraph.memory.planners import options_for
 from minigraph.memory.topo import BEST_OF, ge_adjust
 
 ORDER_NAMES = ["program", "bfs", "dfs", "rdfs", "ge", "memory", "best"]
@@ -19,8 +20,8 @@ def minimum(graph, order: str) -> int:
 
 
 def seed_branches() -> mg.Graph:
-    """Seed 001, figure 10: A feeds a left branch B and a right chain C -> D -> E; F reads
-    B and E. Here B, C, D are large and A, E small, so running the left branch first
+    """The CANN GE article's figure 10 [Huawei GE]: A feeds a left branch B and a right chain C -> D
+    -> E; F reads B and E. Here B, C, D are large and A, E small, so running the left branch first
     keeps B alive beside C and D, while right-first only keeps the small A alive."""
     with name_scope():
         x = mg.input("x", (8, 1))
@@ -160,10 +161,11 @@ def test_plan_memory_validates_with_every_order_and_every_planner(order):
     g = mlp_training()
     planners = ["none", "refcount", "ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size",
                 "bestfit", "anneal", "ilp"]
-    args = {"iterations": 40, "seed": 0, "time_limit": 0.5}
+    limits = {"iterations": 40, "seed": 0, "time_limit": 0.5}
     for planner in planners:
+        args = options_for(planner, limits)
         for inplace in (False, True):
-            report = plan_memory(g, MemoryOptions(sharing=planner, order=order,
+            report = plan_memory(g, MemoryOptions(planner=planner, order=order,
                                                   inplace=inplace, planner_args=args))
             report.plan.validate()
             assert report.arena_bytes >= report.theoretical_minimum

@@ -9,6 +9,7 @@ pytest.importorskip("matplotlib")
 from matplotlib.figure import Figure  # noqa: E402
 
 import minigraph as mg  # noqa: E402
+from minigraph.experiments import techniques  # noqa: E402
 from minigraph.memory import PLANNERS  # noqa: E402
 from minigraph.memory.buffers import Buffer  # noqa: E402
 from minigraph.memory.planners import plan_buffers  # noqa: E402
@@ -26,8 +27,8 @@ def mlp_step(batch: int = 16) -> mg.Graph:
         return mg.training_graph(loss, [W1, W2], lr=0.1)
 
 
-def seed_001() -> list[Buffer]:
-    """Seed 001's worked example: A, C 1024 B; B 2048; D 512; E 4096 (steps 1..6)."""
+def ge_worked_example() -> list[Buffer]:
+    """The worked example of [Huawei GE]: A, C 1024 B; B 2048; D 512; E 4096 (steps 1..6)."""
     return [Buffer("A", 1, 2, 1024), Buffer("B", 2, 4, 2048), Buffer("C", 3, 4, 1024),
             Buffer("D", 4, 5, 512), Buffer("E", 5, 6, 4096)]
 
@@ -39,7 +40,7 @@ def step() -> mg.Graph:
 
 @pytest.fixture(scope="module")
 def report(step: mg.Graph) -> mg.MemoryReport:
-    return mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing="refcount"))
+    return mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner="refcount"))
 
 
 def _line(fig: Figure, gid: str):
@@ -63,7 +64,7 @@ def test_timeline_stack_peaks_at_the_theoretical_minimum(step, report) -> None:
 
 
 def test_timeline_counts_an_inplace_handover_once(step) -> None:
-    rep = mg.plan_memory(step, inplace=True, sharing="none")
+    rep = mg.plan_memory(step, inplace=True, planner="none")
     assert rep.plan.inplace, "the MLP has in-place pairs (relu, sigmoid)"
     tl = plots.timeline(rep)
     assert max(tl.planned_live) == rep.theoretical_minimum
@@ -117,8 +118,8 @@ def test_layout_blocks_group_tensors_that_reuse_bytes(report) -> None:
         plots.plot_layout(report, color_by="rainbow")
 
 
-def test_plot_placement_draws_seed_001(tmp_path) -> None:
-    buffers = seed_001()
+def test_plot_placement_draws_the_ge_worked_example(tmp_path) -> None:
+    buffers = ge_worked_example()
     _, placement = plan_buffers(buffers, "none", alignment=1)
     fig = plots.plot_placement(buffers, placement)
     assert _line(fig, "arena").get_ydata()[0] == 8704          # bytes: under 16 KiB
@@ -128,10 +129,10 @@ def test_plot_placement_draws_seed_001(tmp_path) -> None:
 
 
 def test_compare_techniques_has_one_row_per_planner(step) -> None:
-    rows = plots.compare_techniques(step, mg.MemoryOptions(inplace=True), slow=False)
+    rows = techniques.compare_techniques(step, mg.MemoryOptions(inplace=True), slow=False)
     names = {r.technique for r in rows}
     for p in PLANNERS:
-        if p not in plots.SLOW_PLANNERS:
+        if p not in techniques.SLOW_PLANNERS:
             assert p in names, f"planner {p} has no row"
     base = next(r for r in rows if r.technique == "none")
     assert base.saved_percent == 0.0 and base.options.inplace is False
@@ -159,10 +160,9 @@ def test_plots_refuse_what_is_not_a_plan() -> None:
         plots.plot_timeline("not a plan")
 
 
-@pytest.mark.skipif(not plots.dtr_available(), reason="DTR runtime not installed")
 def test_dtr_row_and_sweep(step) -> None:
-    row = plots.dtr_row(step, 1.0, mg.MemoryOptions())
+    row = techniques.dtr_row(step, 1.0, mg.MemoryOptions())
     assert row.family == "dynamic" and row.bytes > 0 and "compute x" in row.note
-    rows = plots.dtr_sweep(step, [1.0])
+    rows = techniques.dtr_sweep(step, [1.0])
     fig = plots.plot_dtr_sweep(rows, 1.0)
     assert isinstance(fig, Figure)

@@ -44,7 +44,7 @@ def step() -> mg.Graph:
 
 
 def test_headline_reads_the_report(step) -> None:
-    rep = mg.plan_memory(step, inplace=True, sharing="refcount")
+    rep = mg.plan_memory(step, inplace=True, planner="refcount")
     text = headline(rep)
     m = HEADLINE.match(text)
     assert m, text
@@ -56,9 +56,9 @@ def test_headline_reads_the_report(step) -> None:
 
 def test_explorer_plans_exactly_what_plan_memory_plans(step) -> None:
     ex = MemoryExplorer(step)
-    for state in (WidgetState(), WidgetState(inplace=False, sharing="none"),
-                  WidgetState(sharing="ge", order="program", alignment=64),
-                  WidgetState(sharing="refcount", colors=2)):
+    for state in (WidgetState(), WidgetState(inplace=False, planner="none"),
+                  WidgetState(planner="ge", order="program", alignment=64),
+                  WidgetState(planner="refcount", colors=2)):
         result = ex.compute(state)
         ref = mg.plan_memory(step, state.options())
         assert result.report.plan.offsets == ref.plan.offsets
@@ -81,7 +81,7 @@ def test_explorer_plans_exactly_what_plan_memory_plans(step) -> None:
 
 
 def test_toggling_inplace_changes_the_plan_and_the_headline(step) -> None:
-    w = memory_widget(step, sharing="refcount", inplace=True)
+    w = memory_widget(step, planner="refcount", inplace=True)
     before, arena = w.headline, w.result.report.arena_bytes
     assert HEADLINE.match(before)
     w.controls["inplace"].value = False          # what a click does
@@ -93,9 +93,9 @@ def test_toggling_inplace_changes_the_plan_and_the_headline(step) -> None:
         mg.plan_memory(step, w.state.options()).arena_bytes
 
 
-def test_sharing_dropdown_lists_every_planner_and_order(step) -> None:
+def test_planner_dropdown_lists_every_planner_and_order(step) -> None:
     w = memory_widget(step)
-    assert set(w.controls["sharing"].options) == set(mg.memory.PLANNERS)
+    assert set(w.controls["planner"].options) == set(mg.memory.PLANNERS)
     assert set(w.controls["order"].options) == set(mg.memory.ORDERS)
     assert w.controls["model"].value == CUSTOM
     assert w.controls["batch"].disabled, "a graph passed in cannot change its batch"
@@ -103,10 +103,10 @@ def test_sharing_dropdown_lists_every_planner_and_order(step) -> None:
 
 def test_set_moves_controls_and_replans_once(step) -> None:
     w = memory_widget(step)
-    w.set(sharing="none", inplace=False)
+    w.set(planner="none", inplace=False)
     assert "saved 0.0%" in w.headline
-    w.set(sharing="ge", inplace=True)
-    assert w.result.report.options.sharing == "ge"
+    w.set(planner="ge", inplace=True)
+    assert w.result.report.options.planner == "ge"
     with pytest.raises(TypeError, match="unknown control"):
         w.set(colour=3)
 
@@ -115,7 +115,7 @@ def test_images_are_redrawn_pngs(step) -> None:
     w = memory_widget(step)
     first = bytes(w.images["layout"].value)
     assert first.startswith(b"\x89PNG")
-    w.set(sharing="none", inplace=False)
+    w.set(planner="none", inplace=False)
     assert bytes(w.images["layout"].value) != first
     assert w.images["dtr"].layout.display == "none"     # DTR off: no sweep picture
 
@@ -149,7 +149,6 @@ def test_a_failing_state_shows_its_error_instead_of_raising(step) -> None:
     assert w.headline == good
 
 
-@pytest.mark.skipif(not plots.dtr_available(), reason="DTR runtime not installed")
 def test_dtr_adds_a_bar_and_a_sweep(step) -> None:
     ex = MemoryExplorer(step)
     result = ex.compute(WidgetState(dtr=True, dtr_budget=1.0))

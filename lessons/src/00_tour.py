@@ -5,9 +5,9 @@
 # as a layout, then switch memory techniques on and off in a widget and watch the bytes move.
 # The later lessons take each technique apart; this one shows the whole machine once.
 #
-# **Seeds.** The flow follows seed 000 (GE's memory reuse: lifetimes, in-place, a
-# `--dump-memory-layout`-style table) and seed 004 (MXNet's memory design note: explicit
-# backward graphs, sharing, in-place). Every number printed here is computed here.
+# **Sources.** The flow follows the GE blog [Huawei GE] (GE's memory reuse: lifetimes, in-place, a
+# `--dump-memory-layout`-style table) and the MXNet note [Chen 2016] (MXNet's memory design note:
+# explicit backward graphs, sharing, in-place). Every number printed here is computed here.
 
 # %%
 import sys
@@ -20,7 +20,8 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
     import minigraph as mg
 
 from minigraph.lessons import check_answers
-from minigraph.viz import compare_techniques, memory_widget, plot_comparison, plot_layout, \
+from minigraph.experiments.techniques import compare_techniques
+from minigraph.viz import memory_widget, plot_comparison, plot_layout, \
     plot_timeline
 
 # %% [markdown]
@@ -52,7 +53,7 @@ print(step)
 # (the most bytes alive at any one step: no plan of this schedule can beat it).
 
 # %%
-report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing="refcount"))
+report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner="refcount"))
 print(report.summary())
 print()
 print(report.table(limit=10))
@@ -79,7 +80,9 @@ plot_layout(report)
 
 # %% [markdown]
 # **Every technique at once**: one bar per planner in `minigraph.memory.PLANNERS`
-# (a planner added to the registry is one more bar), all with in-place on.
+# (a planner added to the registry is one more bar), all with in-place on. Comparing
+# techniques is an experiment (`minigraph/experiments/techniques.py`); the bars are drawn
+# by `minigraph/viz/plots.py`. How the package is layered: `docs/ARCHITECTURE.md`.
 
 # %%
 rows = compare_techniques(step, mg.MemoryOptions(inplace=True), slow=False)
@@ -91,13 +94,13 @@ plot_comparison(rows)
 # ## 4. The widget
 #
 # `memory_widget` (also `mg.memory_widget`) puts a control on every switch: model and batch
-# size (the zoo's models are in the list too), schedule order, in-place, sharing strategy,
+# size (the zoo's models are in the list too), schedule order, in-place, planner,
 # colours (parallel-safe sharing), alignment, and DTR with its budget. Every change re-plans
 # and redraws. The headline reads "peak (no reuse) -> this plan, saved %, theoretical
 # minimum" (MB here means 2**20 bytes).
 
 # %%
-w = memory_widget(step, sharing="refcount", inplace=True)
+w = memory_widget(step, planner="refcount", inplace=True)
 w
 
 # %% [markdown]
@@ -105,9 +108,9 @@ w
 
 # %%
 print("before:", w.headline)
-w.set(sharing="none", inplace=False)
+w.set(planner="none", inplace=False)
 print("no reuse:", w.headline)
-w.set(sharing="ge", inplace=True)
+w.set(planner="ge", inplace=True)
 print("GE + in-place:", w.headline)
 
 # %% [markdown]
@@ -134,7 +137,7 @@ print("arena bytes:", ex.last_stats.arena_bytes, "| unplanned bytes:", ex.last_s
 # ## Exercises
 #
 # **1.** Which planner gives the smallest arena for `step` with in-place on and alignment 1?
-# Use `mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing=NAME, alignment=1))` for
+# Use `mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner=NAME, alignment=1))` for
 # the names in `mg.memory.PLANNERS` (skip `"ilp"` and `"anneal"`, they search for a while),
 # and put the name of one winner in `ANSWER_1`.
 #
@@ -147,7 +150,7 @@ ANSWER_2 = None   # e.g. 1.5
 
 # %%
 def check_1(answer):
-    arenas = {p: mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing=p,
+    arenas = {p: mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner=p,
                                                        alignment=1)).arena_bytes
               for p in mg.memory.PLANNERS if p not in ("ilp", "anneal")}
     best = min(arenas.values())
@@ -163,7 +166,7 @@ def check_2(answer):
                   mg.param("W3", (512, 10))]
             h = mg.sigmoid(mg.relu(x @ Ws[0]) @ Ws[1])
             g = mg.training_graph(((h @ Ws[2] - y) ** 2).mean(), Ws, lr=0.1)
-        return mg.plan_memory(g, inplace=True, sharing="refcount").theoretical_minimum
+        return mg.plan_memory(g, inplace=True, planner="refcount").theoretical_minimum
     factor = minimum(128) / minimum(64)
     return abs(answer - factor) < 0.02, (f"the minimum grows x{factor:.3f} (less than 2: "
                                          "the weight gradients do not grow with the batch)")

@@ -7,7 +7,7 @@
 # makes memory planning possible: every tensor of the training step, gradients included,
 # is visible before anything runs.
 #
-# **Seed.** 004 (MXNet's memory design note): the backward pass as an explicit graph,
+# **Source.** MXNet's memory design note [Chen 2016]: the backward pass as an explicit graph,
 # gradient aggregation by one summation node instead of split layers. The code:
 # `minigraph/graph.py`, `minigraph/autodiff.py`, each op's `grad=` rule in `minigraph/ops/`.
 

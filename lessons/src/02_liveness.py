@@ -5,7 +5,7 @@
 # and the last step that reads it - and from the lives alone compute the *theoretical
 # minimum*: the fewest bytes any memory plan of that schedule can use.
 #
-# **Seed.** 000 (the GE blog), section 3 "lifetime analysis", with its CNN example of
+# **Source.** The GE blog [Huawei GE], section 3 "lifetime analysis", with its CNN example of
 # section 6. The blog's tables contain two mistakes; we find both. The code is
 # `minigraph/memory/liveness.py` (and `live_bytes_per_step` / `theoretical_minimum` in
 # `minigraph/memory/buffers.py`); read it beside this lesson.
@@ -29,8 +29,8 @@ from minigraph.viz import plot_timeline
 # %% [markdown]
 # ## 1. The blog's four ops
 #
-# Seed 000 runs Op1 -> Op2 -> Op3 -> Op4: Op1 makes T1, Op2 and Op3 both read T1 and make
-# T2 and T3, Op4 reads T2 and T3. We build it with small tensors (4x4 float32, 64 bytes).
+# The GE blog [Huawei GE] runs Op1 -> Op2 -> Op3 -> Op4: Op1 makes T1, Op2 and Op3 both read T1 and
+# make T2 and T3, Op4 reads T2 and T3. We build it with small tensors (4x4 float32, 64 bytes).
 
 # %%
 with mg.name_scope():
@@ -39,7 +39,7 @@ with mg.name_scope():
     t2 = named(mg.tanh(t1), "T2")          # Op2
     t3 = named(mg.transpose(t1), "T3")     # Op3
     out = named(mg.add(t2, t3), "Output")  # Op4
-    blog = mg.Graph([out], name="seed000_liveness")
+    blog = mg.Graph([out], name="blog_cnn_liveness")
 mg.draw(blog)
 
 # %% [markdown]
@@ -91,7 +91,7 @@ print("no reuse:", live.no_reuse_bytes(), "B   theoretical minimum:",
 # %% [markdown]
 # ## 3. The blog's CNN block
 #
-# Seed 000, section 6: Input -> Conv -> ReLU -> Pool with an input of 3x224x224, conv and
+# [Huawei GE, blog §6]: Input -> Conv -> ReLU -> Pool with an input of 3x224x224, conv and
 # ReLU outputs of 64x112x112 and a pool output of 64x56x56. In float32 those are:
 
 # %%
@@ -109,14 +109,14 @@ mg.draw(cnn)
 # minimum is both of them.
 
 # %%
-report = mg.plan_memory(cnn, mg.MemoryOptions(sharing="refcount", alignment=1))
+report = mg.plan_memory(cnn, mg.MemoryOptions(planner="refcount", alignment=1))
 print(report.summary())
 plot_timeline(report, cnn)
 
 # %% [markdown]
 # ## 4. A training graph: activations wait for the backward pass
 #
-# Seed 004's two-layer perceptron, forward + explicit backward + update. Forward
+# The MXNet note's two-layer perceptron [Chen 2016], forward + explicit backward + update. Forward
 # activations that a gradient rule reads (act1 for `relu_grad`) stay alive until the
 # backward pass reaches them: that is where training memory goes.
 
@@ -128,7 +128,7 @@ for seed_name, t in names.items():
     print(f"{seed_name:8} = {t:30} steps {iv.start:2d}..{iv.end:2d}  {iv.bytes:7d} B")
 print("theoretical minimum:", mlp_live.theoretical_minimum(), "B of",
       mlp_live.no_reuse_bytes(), "B")
-plot_timeline(mg.plan_memory(mlp, mg.MemoryOptions(sharing="refcount", alignment=1)), mlp)
+plot_timeline(mg.plan_memory(mlp, mg.MemoryOptions(planner="refcount", alignment=1)), mlp)
 
 # %% [markdown]
 # ## 5. The schedule decides the lives

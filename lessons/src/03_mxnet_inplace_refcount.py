@@ -6,7 +6,7 @@
 # tensor's storage back to a free pool when its last reader has run, and take storage for
 # new tensors from that pool. Then check every plan by running it.
 #
-# **Seed.** 004 (Tianqi Chen's MXNet memory-optimisation note): "In-Place Operations",
+# **Source.** Tianqi Chen's MXNet memory-optimisation note [Chen 2016]: "In-Place Operations",
 # "Standard Memory Sharing", the two-layer perceptron, and "Memory Allocation Algorithm".
 # The code is `minigraph/memory/inplace.py` and `minigraph/memory/planners/basic.py`
 # (`plan_refcount`); read them beside this lesson.
@@ -25,6 +25,7 @@ import numpy as np
 
 from minigraph import examples
 from minigraph.examples import named
+from minigraph.feeds import random_feeds
 from minigraph.lessons import check_answers
 from minigraph.memory import inplace_pairs
 from minigraph.models import get_model
@@ -35,13 +36,13 @@ def same_bits(a, b):
     return all(a[k].tobytes() == b[k].tobytes() for k in a)
 
 
-ONE = mg.MemoryOptions(sharing="refcount", alignment=1)   # exact bytes, no rounding
+ONE = mg.MemoryOptions(planner="refcount", alignment=1)   # exact bytes, no rounding
 
 # %% [markdown]
 # ## 1. Three chained sigmoids, one buffer
 #
-# The seed's first example: "sigmoid can be computed in place: input and output share
-# memory, so a chain of any length needs one buffer". Our chain is A -> B -> C -> D ->
+# The MXNet note's first example [Chen 2016]: "sigmoid can be computed in place: input and output
+# share memory, so a chain of any length needs one buffer". Our chain is A -> B -> C -> D ->
 # sum. A is a graph input (never overwritten), so B needs bytes of its own; C can take
 # B's bytes and D can take C's.
 
@@ -120,23 +121,23 @@ print("right:", mg.Executor(triple).run(feeds)["loss"],
 # %% [markdown]
 # ## 3. Sharing: MXNet's counter simulation
 #
-# Seed 004's algorithm simulates the run: each tensor's counter is the number of its
-# readers still to run. When it reaches 0 (at its last reader) the tensor's storage goes
+# The MXNet note's algorithm simulates the run [Chen 2016]: each tensor's counter is the number of
+# its readers still to run. When it reaches 0 (at its last reader) the tensor's storage goes
 # back to a free pool; a new tensor takes the pool's best-fitting block (or new storage).
 # The tensors freed at a step go back to the pool *after* that step's outputs are placed:
 # an op's inputs are still being read while it writes. Nothing is allocated during the
 # simulation; afterwards one arena holds all the blocks.
 #
-# The seed's two-layer perceptron, forward + backward + update:
+# The MXNet note's two-layer perceptron [Chen 2016], forward + backward + update:
 
 # %%
 mlp, names = examples.two_layer_mlp()
 mg.draw(mlp)
 
 # %%
-rows = [("no reuse", ONE.replace(sharing="none")), ("refcount", ONE),
+rows = [("no reuse", ONE.replace(planner="none")), ("refcount", ONE),
         ("refcount + in-place", ONE.replace(inplace=True))]
-feeds = examples.feeds(mlp)
+feeds = random_feeds(mlp)
 reference = mg.Executor(mlp).run(feeds)
 for label, opts in rows:
     r = mg.plan_memory(mlp, opts)
@@ -148,8 +149,8 @@ seed_name = {t: n for n, t in names.items()}
 print("in place:", [(seed_name.get(x, x), seed_name.get(y, y)) for x, y in both.plan.inplace])
 
 # %% [markdown]
-# As in the seed's figure, act1 goes in place over fc1, d(fc1) over d(act1), and the
-# loss gradient d(fc2) over the logits fc2 (MXNet's SoftmaxOutput does the same). The
+# As in the MXNet note's figure [Chen 2016], act1 goes in place over fc1, d(fc1) over d(act1), and
+# the loss gradient d(fc2) over the logits fc2 (MXNet's SoftmaxOutput does the same). The
 # layout: x is time (steps), y the address; hatched rectangles are in-place outputs.
 
 # %%
@@ -165,7 +166,7 @@ plot_layout(both)
 # %%
 tf = get_model("transformer").graph
 for inplace in (False, True):
-    r = mg.plan_memory(tf, mg.MemoryOptions(inplace=inplace, sharing="refcount"))
+    r = mg.plan_memory(tf, mg.MemoryOptions(inplace=inplace, planner="refcount"))
     print(f"in-place {inplace!s:5}: arena {r.arena_bytes:7d} B, theoretical minimum "
           f"{r.theoretical_minimum} B")
 

@@ -2,10 +2,10 @@
 # # 04 · Sharing memory without losing parallelism: colouring
 #
 # **Goal.** See why sharing bytes can serialise a graph that could run in parallel, count
-# the damage (*parallel hazards*), and trade bytes for parallelism with the seed's
-# heuristic: colour the longest paths and share only within a colour.
+# the damage (*parallel hazards*), and trade bytes for parallelism with the MXNet note's
+# heuristic [Chen 2016]: colour the longest paths and share only within a colour.
 #
-# **Seed.** 004 (MXNet's memory note), "Memory Allocation for Parallel Operations", "Be
+# **Source.** MXNet's memory note [Chen 2016], "Memory Allocation for Parallel Operations", "Be
 # Correct and Safe First" and "Try to Allow More Parallelization". The code is
 # `minigraph/memory/coloring.py` and `MemoryPlan.parallel_hazards` in
 # `minigraph/memory/plan.py`; read them beside this lesson.
@@ -23,11 +23,12 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 from matplotlib.figure import Figure
 
 from minigraph import examples
+from minigraph.feeds import random_feeds
 from minigraph.lessons import check_answers
 from minigraph.memory import color_nodes
 from minigraph.viz import plot_layout
 
-OPTS = mg.MemoryOptions(sharing="refcount", alignment=1)
+OPTS = mg.MemoryOptions(planner="refcount", alignment=1)
 
 # %% [markdown]
 # ## 1. Four branches that could run side by side
@@ -44,8 +45,8 @@ mg.draw(g, show_tensors=False)
 #
 # The refcount planner (lesson 03) lets branch 2 reuse the bytes branch 1 has freed.
 # Sequentially that is fine. But run the branches on two streams at once and branch 2
-# could overwrite a tensor of branch 1 that branch 1 has not read yet. Seed 004: "the two
-# plans are both fine if A[1]..A[8] run in order; in parallel, the right one is better".
+# could overwrite a tensor of branch 1 that branch 1 has not read yet. The MXNet note [Chen 2016]:
+# "the two plans are both fine if A[1]..A[8] run in order; in parallel, the right one is better".
 #
 # `plan.parallel_hazards(graph)` lists the pairs (a, b) sharing bytes where b's producer
 # is not ordered after every reader of a *by the graph's edges*: only the schedule keeps
@@ -61,8 +62,8 @@ plot_layout(one, color_by="block")
 # %% [markdown]
 # ## 3. Colour the longest paths
 #
-# The seed's heuristic: find the longest path (here: the most bytes written), give its
-# nodes colour 0; find the longest path among the rest, colour 1; ... After k-1 paths
+# The MXNet note's heuristic [Chen 2016]: find the longest path (here: the most bytes written), give
+# its nodes colour 0; find the longest path among the rest, colour 1; ... After k-1 paths
 # every remaining node takes the last colour. Bytes are only shared within a colour, so
 # two coloured paths never wait on each other's memory. Each path is one pass over the
 # nodes in order: O(k n), against O(n^2) for the exact ancestor test.
@@ -101,7 +102,7 @@ fig
 # stacked; the plan still passes the same validator, and runs to the same bits:
 
 # %%
-feeds = examples.feeds(g)
+feeds = random_feeds(g)
 reference = mg.Executor(g).run(feeds)
 for k in (1, 4):
     r = mg.plan_memory(g, OPTS.replace(colors=k))
@@ -113,8 +114,8 @@ plot_layout(mg.plan_memory(g, OPTS.replace(colors=4)), color_by="block")
 # %% [markdown]
 # ## 4. A heuristic, not a guarantee
 #
-# The seed calls colouring "a special case of the ancestor condition". It is not quite:
-# a path's colour says nothing of readers *off* the path. In this small training graph,
+# The MXNet note [Chen 2016] calls colouring "a special case of the ancestor condition". It is not
+# quite: a path's colour says nothing of readers *off* the path. In this small training graph,
 # two colours give *more* hazards than one; three fewer.
 
 # %%

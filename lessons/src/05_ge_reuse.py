@@ -6,7 +6,7 @@
 # minimum. Then run the same planners on a ResNet, and lower the minimum itself by changing
 # the order the nodes run in (GE's "topo optimisation").
 #
-# **Seed.** 001 (the CANN article on GE memory reuse): section 1 for the block planners,
+# **Source.** The CANN article on GE memory reuse [Huawei GE]: section 1 for the block planners,
 # section 2 for the schedule. The code is `minigraph/memory/planners/ge.py` and
 # `minigraph/memory/topo.py`; read them beside this lesson.
 
@@ -24,29 +24,29 @@ from matplotlib.figure import Figure
 
 from minigraph.lessons import check_answers
 from minigraph.memory import theoretical_minimum
-from minigraph.memory.buffers import arena_size
-from minigraph.memory.instances import ge_seed_example
+from minigraph.memory.instances import ge_worked_example
 from minigraph.memory.planners import plan_buffers
 from minigraph.memory.planners.ge import binary_ranges, reuse_blocks
-from minigraph.viz import compare_techniques, plot_comparison, plot_placement
+from minigraph.experiments.techniques import compare_techniques
+from minigraph.viz import plot_comparison, plot_placement
 
 # %% [markdown]
-# ## 1. The seed's five tensors
+# ## 1. The five tensors of [Huawei GE]
 #
 # A planner only sees buffers: a size and a life `[start, end]` in steps (both ends
-# inclusive). Seed 001's example has five: A and C of 1024 bytes, B of 2048, D of 512 and
-# E of 4096. Without reuse each gets its own bytes; the theoretical minimum is the most
+# inclusive). The CANN GE article's example has five [Huawei GE]: A and C of 1024 bytes, B of 2048,
+# D of 512 and E of 4096. Without reuse each gets its own bytes; the theoretical minimum is the most
 # bytes alive at one step.
 
 # %%
-buffers = ge_seed_example()
+buffers = ge_worked_example()
 for b in buffers:
     print(f"{b.id}: {b.size:5d} B, alive at steps {b.start}..{b.end}")
 no_reuse = sum(b.size for b in buffers)
 print("no reuse:", no_reuse, "B   theoretical minimum:", theoretical_minimum(buffers), "B")
 
 # %% [markdown]
-# ## 2. Max block and Binary block (seed 001, 1.1)
+# ## 2. Max block and Binary block [Huawei GE, §1.1]
 #
 # Both walk the tensors in schedule order and put each one in a free *block* (a block whose
 # last tensor died before this one starts), or open a new block. They differ in the block
@@ -65,13 +65,13 @@ for name in ("none", "ge-max", "ge-binary", "ge"):
     aligned, placement = plan_buffers(buffers, name, alignment=1)
     results[name] = (aligned, placement)
     blocks = placement.blocks or []
-    print(f"{name:10} arena {arena_size(aligned, placement.offsets):5d} B"
+    print(f"{name:10} arena {placement.arena_bytes:5d} B"
           + (f"  blocks {blocks}" if blocks else "") + f"  {placement.note}")
 
 # %% [markdown]
 # Max block puts A, C and E in one block (their lives do not overlap) but B and D each need
-# their own. The pictures are seed 002's strip packing: x is time, y is the address, each
-# buffer a rectangle; a colour is one shared block.
+# their own. The pictures are Chainer-Opt's strip packing [Sekiyama 2018]: x is time, y is the
+# address, each buffer a rectangle; a colour is one shared block.
 
 # %%
 fig = Figure(figsize=(13, 3.8), layout="constrained")
@@ -79,11 +79,11 @@ axes = fig.subplots(1, 3)
 for ax, name in zip(axes, ("none", "ge-max", "ge")):
     aligned, placement = results[name]
     plot_placement(aligned, placement, ax=ax, legend=name == "ge",
-                   title=f"{name}: {arena_size(aligned, placement.offsets)} B")
+                   title=f"{name}: {placement.arena_bytes} B")
 fig
 
 # %% [markdown]
-# ## 3. GE's two-level reuse (seed 001, 1.2)
+# ## 3. GE's two-level reuse [Huawei GE, §1.2]
 #
 # **Level 1** reuses a block only for a tensor of exactly the same size: A and C share one.
 # **Level 2** sorts the blocks by size, largest first, and puts each at the lowest offset
@@ -98,8 +98,8 @@ for k, block in enumerate(level1):
           f"alive {min(b.start for b in block)}..{max(b.end for b in block)}")
 aligned, placement = results["ge"]
 print("GE offsets:", placement.offsets)
-print("GE arena:", arena_size(aligned, placement.offsets), "B = theoretical minimum:",
-      arena_size(aligned, placement.offsets) == theoretical_minimum(buffers))
+print("GE arena:", placement.arena_bytes, "B = theoretical minimum:",
+      placement.arena_bytes == theoretical_minimum(buffers))
 
 # %% [markdown]
 # GE rounds every block up to 512 bytes ("resize"). With the default alignment of 512 the
@@ -108,7 +108,7 @@ print("GE arena:", arena_size(aligned, placement.offsets), "B = theoretical mini
 # %%
 for name in ("ge-max", "ge-binary", "ge"):
     aligned, placement = plan_buffers(buffers, name, alignment=512)
-    print(f"{name:10} arena with 512-byte alignment: {arena_size(aligned, placement.offsets)} B")
+    print(f"{name:10} arena with 512-byte alignment: {placement.arena_bytes} B")
 
 # %% [markdown]
 # ## 4. The same planners on a ResNet
@@ -128,7 +128,7 @@ for row in rows:
 plot_comparison(rows, title="ResNet training step: GE's planners")
 
 # %% [markdown]
-# ## 5. Topo optimisation: lower the minimum itself (seed 001, section 2)
+# ## 5. Topo optimisation: lower the minimum itself [Huawei GE, §2]
 #
 # A planner can at best reach the theoretical minimum *of its schedule*. Another schedule
 # has another minimum. `minigraph.memory.ORDERS` holds the orders: BFS, DFS, reverse DFS,
@@ -140,7 +140,7 @@ orders = [o for o in mg.memory.ORDERS]
 print("orders:", orders)
 table = {}
 for order in orders:
-    rep = mg.plan_memory(resnet, mg.MemoryOptions(inplace=True, sharing="ge", order=order))
+    rep = mg.plan_memory(resnet, mg.MemoryOptions(inplace=True, planner="ge", order=order))
     table[order] = rep
     print(f"{order:8} theoretical minimum {rep.theoretical_minimum:8d} B   "
           f"GE arena {rep.arena_bytes:8d} B")
@@ -167,7 +167,7 @@ fig
 # ## Exercises
 #
 # **1.** Without running a planner: how many bytes does Binary block reuse need on the
-# seed example? (Hint: which ranges do A, B, C, D, E fall into, which blocks can be reused,
+# worked example? (Hint: which ranges do A, B, C, D, E fall into, which blocks can be reused,
 # and what is each block resized to?) Put your number in `ANSWER_1`.
 #
 # **2.** For the transformer of the zoo (`get_model("transformer").graph`), which order
@@ -185,13 +185,13 @@ ANSWER_3 = None   # a list of mg.Buffer
 # %%
 def check_1(answer):
     aligned, placement = plan_buffers(buffers, "ge-binary", alignment=1)
-    right = arena_size(aligned, placement.offsets)
+    right = placement.arena_bytes
     return answer == right, f"Binary block needs {right} B: {placement.note}"
 
 
 def check_2(answer):
     g = get_model("transformer").graph
-    mins = {o: mg.plan_memory(g, inplace=True, sharing="none", order=o).theoretical_minimum
+    mins = {o: mg.plan_memory(g, inplace=True, planner="none", order=o).theoretical_minimum
             for o in mg.memory.ORDERS if o != "best"}
     best = min(mins.values())
     winners = [o for o, m in mins.items() if m == best]
@@ -200,7 +200,7 @@ def check_2(answer):
 
 def check_3(my_buffers):
     aligned, placement = plan_buffers(my_buffers, "ge", alignment=1)
-    arena, low = arena_size(aligned, placement.offsets), theoretical_minimum(my_buffers)
+    arena, low = placement.arena_bytes, theoretical_minimum(my_buffers)
     return arena > low, f"GE {arena} B, theoretical minimum {low} B"
 
 
@@ -212,7 +212,8 @@ check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2), 3: (ANSWER_3, che
 # - A block planner walks tensors in schedule order and reuses free blocks; the block
 #   *ranges* decide who may share (Max: everyone, Binary: only similar sizes).
 # - GE's two-level reuse first merges equal sizes, then nests small blocks inside larger
-#   ones whose lives they miss: on seed 001's example it reaches the theoretical minimum.
+#   ones whose lives they miss: on the CANN GE article's example it reaches the theoretical minimum
+#   [Huawei GE].
 # - The minimum belongs to a schedule: a better order (topo optimisation) lowers it, and
 #   every planner gains at once.
 # - Next: lesson 06 drops blocks altogether and places every tensor at any offset.

@@ -7,10 +7,13 @@
 # simulated annealing), compute the optimum with an integer linear program (ILP) where it
 # is small enough, and measure each heuristic's gap.
 #
-# **Seed.** 002 (survey of allocation papers): Chainer-Opt's best-fit offset heuristic and
-# its picture of "offset lines", MODeL's and ROAM's ILP for the memory layout, DSA-SA's
-# simulated annealing over the allocation order. The code: `minigraph/memory/planners/`
-# (`offset.py`, `anneal.py`, `ilp.py`).
+# **Sources.** Chainer-Opt's best-fit offset heuristic [Sekiyama 2018] and
+# its picture of "offset lines", MODeL's [Steiner 2023] and ROAM's [Shu 2023] ILP for the memory
+# layout, DSA-SA's simulated annealing over the allocation order [Imanishi 2024]. The code:
+# `minigraph/memory/planners/` (`offset.py`, `anneal.py`, `ilp.py`, and `search.py`, a
+# branch and bound that looks for the smallest arena and, when it finishes within its
+# limits, proves it [Moffitt 2023]). Every planner has one signature:
+# `planner(buffers, *, options) -> Placement`.
 
 # %%
 import sys
@@ -30,7 +33,8 @@ from minigraph.memory.buffers import Placement, arena_size, validate_offsets
 from minigraph.memory.instances import hard_instance
 from minigraph.memory.planners import PLANNERS, plan_buffers, register
 from minigraph.memory.planners.offset import lowest_gap
-from minigraph.viz import compare_techniques, plot_comparison, plot_layout, plot_placement
+from minigraph.experiments.techniques import compare_techniques
+from minigraph.viz import plot_comparison, plot_layout, plot_placement
 
 # %% [markdown]
 # ## 1. A plan is a picture
@@ -44,7 +48,7 @@ from minigraph.viz import compare_techniques, plot_comparison, plot_layout, plot
 from minigraph.models import get_model
 
 cnn = get_model("cnn").graph
-report = mg.plan_memory(cnn, mg.MemoryOptions(inplace=True, sharing="bestfit"))
+report = mg.plan_memory(cnn, mg.MemoryOptions(inplace=True, planner="bestfit"))
 print(report.summary())
 plot_layout(report)
 
@@ -71,7 +75,7 @@ for name in ("mlp", "cnn", "transformer"):
     g = get_model(name).graph
     print(f"-- {name}")
     for p in ("greedy-size", "bestfit", "anneal"):
-        rep = mg.plan_memory(g, mg.MemoryOptions(inplace=True, sharing=p))
+        rep = mg.plan_memory(g, mg.MemoryOptions(inplace=True, planner=p))
         print(f"   {p:12} arena {rep.arena_bytes:8d} B  minimum {rep.theoretical_minimum:8d} B"
               f"  x{rep.ratio_to_minimum:.3f}")
 
@@ -95,7 +99,7 @@ for p in planners:
     t0 = time.perf_counter()
     aligned, placement = plan_buffers(buffers, p, alignment=1, **args)
     seconds = time.perf_counter() - t0
-    arena = arena_size(aligned, placement.offsets)
+    arena = placement.arena_bytes
     results[p] = (aligned, placement, arena, seconds)
 
 optimum = results["ilp"][2]
@@ -156,15 +160,15 @@ plot_comparison(rows, title="Transformer training step: every planner")
 # **1.** Write a planner `first_fit_by_start(buffers)` that places buffers in order of
 # their start step, each at the lowest offset free for its whole life (`lowest_gap(taken,
 # size)` gives the lowest offset of `size` bytes avoiding the `(lo, hi)` byte ranges in
-# `taken`). Return `Placement(offsets)`. This is what an online allocator without
-# knowledge of the future could do at best.
+# `taken`). Return `Placement.of(buffers, offsets)` (it measures the arena). This is what
+# an online allocator without knowledge of the future could do at best.
 #
 # **2.** Register it (`register("first-fit-start")(first_fit_by_start)`), then find its gap
 # to the optimum on the hard instance above.
 
 # %%
 def first_fit_by_start(buffers):
-    """Exercise 1: return Placement({buffer id: offset})."""
+    """Exercise 1: return Placement.of(buffers, {buffer id: offset})."""
     return None    # your code here
 
 # %%
@@ -182,7 +186,7 @@ def check_exercises():
     arena = arena_size(buffers, offsets)
     print(f"valid plan: {arena} B, {100 * (arena - optimum) / optimum:.1f}% above the optimum")
     if "first-fit-start" in PLANNERS:
-        rep = mg.plan_memory(get_model("cnn").graph, inplace=True, sharing="first-fit-start")
+        rep = mg.plan_memory(get_model("cnn").graph, inplace=True, planner="first-fit-start")
         print("registered, and it plans a real graph:", rep.summary())
     else:
         print("exercise 2: not done yet (register it)")
@@ -197,6 +201,6 @@ check_exercises()
 #   are usually easy (the heuristics reach the theoretical minimum).
 # - On adversarial instances the heuristics leave holes; the ILP finds the optimum when the
 #   number of overlapping pairs is small, and reports its gap when it runs out of time.
-# - Every planner has one signature, `planner(buffers, **options) -> Placement`, so a new
+# - Every planner has one signature, `planner(buffers, *, options) -> Placement`, so a new
 #   idea is one function, checked by the same validator.
 # - Next: lesson 07 goes below the minimum by *recomputing* tensors (DTR).

@@ -9,12 +9,14 @@
 # arena, compare its eviction heuristics, see why the *addresses* of free bytes matter
 # (fragmentation), and put DTR next to Chen's sqrt(n) checkpointing and the optimum.
 #
-# **Seed.** 003 (MegEngine's DTR: `TensorInfo` and `ComputePath`, fake delete versus real
-# delete, `auto_evict` and `find_best_tensor`, the union-find of evicted neighbours, the
-# heuristic `eval_func` with recompute times and the free memory around a block) and the
-# Coop section of 002 (a sliding window over address-ordered tensors). The paper is
-# Kirisame et al., *Dynamic Tensor Rematerialization*, ICLR 2021. The code is
-# `minigraph/runtime/dtr/` - read `program.py`, `runtime.py`, then `heuristics.py`.
+# **Source.** MegEngine's DTR [MegEngine 2021] (`TensorInfo` and `ComputePath`, fake delete versus
+# real delete, `auto_evict` and `find_best_tensor`, the union-find of evicted neighbours, the
+# heuristic `eval_func` with recompute times and the free memory around a block) and Coop
+# [Zhang 2023] (a sliding window over address-ordered tensors). The paper is [Kirisame 2021]:
+# *Dynamic Tensor Rematerialization*, ICLR 2021. The code is `minigraph/runtime/dtr/` - read
+# `program.py`, `runtime.py` (the state machine), `eviction.py` (which tensor goes) and
+# `heuristics.py` (the scores); every switch is a field of `DTROptions` (`options.py`). The
+# sweeps over budgets are an experiment: `minigraph/experiments/dtr.py`.
 
 # %%
 import math
@@ -30,12 +32,21 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 import matplotlib.pyplot as plt
 import numpy as np
 
+from minigraph.examples import linear_chain, mlp_training
+from minigraph.experiments.dtr import format_rows, sweep
+from minigraph.feeds import random_feeds
 from minigraph.models import get_model
 from minigraph.runtime.dtr import (
-    HEURISTICS, DTRExecutor, FirstFitArena, TensorView, budget_bounds, checkmate,
-    chen_curve, format_rows, plot_sweep, simulate, sweep,
+    HEURISTICS,
+    DTRExecutor,
+    FirstFitArena,
+    TensorView,
+    budget_bounds,
+    checkmate,
+    chen_curve,
+    simulate,
 )
-from minigraph.runtime.dtr.examples import feeds_for, linear_chain, mlp_training
+from minigraph.viz.plots import plot_dtr_timeline, plot_sweep
 
 # %% [markdown]
 # ## 1. What the budget counts
@@ -90,14 +101,14 @@ except mg.BudgetError as e:
 
 # %%
 small = mlp_training(depth=8, width=32, batch=256)     # 8 layers, a training step
-feeds = feeds_for(small)
+feeds = random_feeds(small)
 plain = mg.Executor(small).run(feeds)
 ex = DTRExecutor(small, ratio=0.8, heuristic="dtr", check_remat=True)
 out = ex.run(feeds)
 print("same outputs:", all(np.array_equal(out[k], plain[k]) for k in plain))
 trace = ex.last_trace
 print(trace.summary())
-trace.plot()
+plot_dtr_timeline(trace)
 plt.show()
 
 # %% [markdown]
@@ -209,7 +220,7 @@ print(format_rows(frag + compacting))
 # eviction decision, averaged - bytes that were free but in the wrong place. `dtr` makes
 # many evictions that fragmentation forced; MegEngine's free-neighbour term and Coop's
 # window are meant to make fewer (the table says whether they do here). MegEngine also
-# *compacts* the arena when fragmentation blocks an allocation (seed 003: since v1.7
+# *compacts* the arena when fragmentation blocks an allocation ([MegEngine 2021]: since v1.7
 # defragmentation is on by default, "when memory is short and fragmented, the fragments
 # are merged"). That is this runtime's default, `defrag="first"`: no eviction is then
 # forced by fragmentation, at the price of copying the resident tensors

@@ -10,10 +10,11 @@
 # only `device` changes. To run it on a GPU: `pip install 'minigraph[gpu]'` on a machine
 # with an NVIDIA GPU and CUDA 12 (`minigraph[gpu13]` for CUDA 13).
 #
-# **Seed.** 000 (GE's static memory reuse on the device: one pool, offsets, 512-byte
-# alignment) and 004 (MXNet's static allocation: plan once, then every step reuses the
-# same bytes). The code: `minigraph/backend.py` (NumPy or CuPy) and
-# `minigraph/runtime/executor.py` (the arena).
+# **Sources.** [Huawei GE] (GE's static memory reuse on the device: one pool, offsets, 512-byte
+# alignment) and [Chen 2016] (MXNet's static allocation: plan once, then every step reuses the
+# same bytes). The code: `minigraph/backend.py` (NumPy or CuPy),
+# `minigraph/runtime/executor.py` (the arena) and `minigraph/runtime/kernels.py` (the one
+# place a kernel runs, shared by the executor, DTR and the pool measurement).
 
 # %%
 import sys
@@ -69,7 +70,7 @@ print(inspect.getsource(mg.ops.get_op("sigmoid").forward))
 # %%
 model = get_model("cnn", batch=8)
 step = model.graph
-report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, sharing="ge"))
+report = mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner="ge"))
 print(report.summary())
 feeds = model.feeds(seed=0)
 
@@ -145,7 +146,7 @@ def misaligned(rep, graph):
             if off % np.dtype(graph.tensor(n).dtype).itemsize]
 
 
-tight = mg.plan_memory(mixed, mg.MemoryOptions(sharing="refcount", alignment=1))
+tight = mg.plan_memory(mixed, mg.MemoryOptions(planner="refcount", alignment=1))
 print(tight.plan.table())
 print("misaligned:", misaligned(tight, mixed))
 try:
@@ -172,13 +173,13 @@ ANSWER_2 = None
 # %%
 def check_1(answer):
     ok = [al for al in (1, 2, 4, 8, 16, 64, 512) if not misaligned(
-        mg.plan_memory(mixed, sharing="refcount", alignment=al), mixed)]
+        mg.plan_memory(mixed, planner="refcount", alignment=al), mixed)]
     return answer == ok[0], f"the smallest is {ok[0]}"
 
 
 def check_2(answer):
     def arena(al):
-        return mg.plan_memory(step, inplace=True, sharing="bestfit", alignment=al).arena_bytes
+        return mg.plan_memory(step, inplace=True, planner="bestfit", alignment=al).arena_bytes
     diff = arena(512) - arena(8)
     return answer == diff, f"{diff} bytes"
 

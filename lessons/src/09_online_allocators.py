@@ -8,12 +8,14 @@
 # memory stitching - draw the holes they leave, and compare them with a static plan and the
 # theoretical minimum.
 #
-# **Seed.** 002 (the survey of allocation papers): MODeL's and ROAM's pictures of a hole
-# too small to use, Coop's description of first fit with coalescing, DSA-SA's notes on
-# PyTorch's caching allocator (512-byte rounding, small and large pools, split blocks,
-# `max_split_size`, power-of-two rounding, `cudaFree` only when memory runs out), and
-# GMLake's stitching of non-contiguous physical chunks. The code is
-# `minigraph/memory/online/` (read `trace.py`, `base.py`, then one allocator per file).
+# **Sources.** MODeL's [Steiner 2023] and ROAM's [Shu 2023] pictures of a hole
+# too small to use, Coop's description of first fit with coalescing [Zhang 2023], DSA-SA's
+# [Imanishi 2024] notes on PyTorch's caching allocator (512-byte rounding, small and large pools,
+# split blocks, `max_split_size`, power-of-two rounding, `cudaFree` only when memory runs out), and
+# GMLake's stitching of non-contiguous physical chunks [Guo 2024]. The code is
+# `minigraph/memory/online/` (read `trace.py`, `base.py`, then one allocator per file);
+# the comparison with the static planners is `minigraph/experiments/allocators.py`, and
+# the pictures are drawn by `minigraph/viz/allocators.py`.
 
 # %%
 import random
@@ -28,10 +30,21 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 import matplotlib.pyplot as plt
 
+from minigraph.examples import wide_mlp
+from minigraph.experiments.allocators import compare_allocators, dtr_runs, format_rows
 from minigraph.memory.online import (
-    MiB, CachingAllocator, StitchingAllocator, compare_allocators, dtr_runs, format_rows,
-    mlp_training_graph, peak_live, plot_allocators, plot_arena, plot_static, plot_timeline,
-    simulate, trace_from_schedule,
+    CachingAllocator,
+    MiB,
+    StitchingAllocator,
+    peak_live,
+    simulate,
+    trace_from_schedule,
+)
+from minigraph.viz.allocators import (
+    plot_allocator_timeline,
+    plot_allocators,
+    plot_arena,
+    plot_static,
 )
 
 # %% [markdown]
@@ -42,7 +55,7 @@ from minigraph.memory.online import (
 # heads: each tensor is allocated at the op that makes it and freed after its last reader.
 
 # %%
-step = mlp_training_graph(widths=(1024, 4096, 1024, 2048, 512), batch=256)
+step = wide_mlp(widths=(1024, 4096, 1024, 2048, 512), batch=256)
 trace = trace_from_schedule(step)
 print(len(trace), "events, the first ones:")
 for ev in trace[:6]:
@@ -218,7 +231,7 @@ print("reserved / peak requested:")
 for r in remat_results:
     print(f"  {r.name:10} one-peak schedule x{simulate(trace, r.name).ratio:.3f}, "
           f"with recomputation x{r.ratio:.3f}")
-plot_timeline(remat_results)
+plot_allocator_timeline(remat_results)
 plt.show()
 
 # %% [markdown]

@@ -1,111 +1,69 @@
-"""Build the lesson and assignment notebooks from their sources.
+"""Build every lesson and assignment notebook from its source with jupytext.
 
-    python lessons/src/build.py [NAMES...]                 # lessons/NN_name.ipynb
-    python lessons/src/build.py --assignments [NAMES...]   # lessons/assignments/AN_name.ipynb
-    python lessons/src/build.py --all                      # both
+    python lessons/src/build.py            # rewrite the notebooks
+    python lessons/src/build.py --check    # exit 1 if a notebook is not its source's build
 
-A source is a Python file in "percent" format: `# %%` starts a code cell, `# %% [markdown]`
-a markdown cell whose lines are written as comments (`# text`). A cell may carry tags,
-`# %% tags=["solution"]` (the stub a student fills in) or `# %% tags=["check"]` (the
-grading cell, which a grader skips when it loads the notebook as a solution); they go to
-the cell's `metadata.tags`. Notebooks are written with no outputs and stable cell ids, so a
-rebuild of an unchanged source gives the same file (clean diffs).
+`lessons/src/NN_name.py` gives `lessons/NN_name.ipynb` and `lessons/assignments/src/AN_name.py`
+gives `lessons/assignments/AN_name.ipynb`. A source is a jupytext "percent" script: `# %%`
+starts a code cell, `# %% [markdown]` a markdown cell written as comments, and
+`# %% tags=["solution"]` sets the cell's tags. Jupytext does the conversion; this script adds
+only what a text file does not carry: a Python kernel, and cell ids numbered in order (jupytext
+draws random ones), so that rebuilding an unchanged source gives the same bytes.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
-import nbformat
+import jupytext
 
-SRC = Path(__file__).resolve().parent
-OUT = SRC.parent
-ROOT = OUT.parent
-MARK = re.compile(r"^# %%(?P<md> \[markdown\])?(?:\s+tags=(?P<tags>\[.*\]))?\s*$")
+LESSONS = Path(__file__).resolve().parents[1]
+KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
-class Collection(NamedTuple):
-    """Where one set of notebooks comes from and goes to."""
-    src: Path           # folder of the percent-format sources
-    out: Path           # folder the notebooks are written to
-    pattern: str        # glob of the sources in `src`
-    kernel_name: str    # the kernelspec's display name written into each notebook
+def sources() -> list[Path]:
+    """Every lesson and assignment source, in order."""
+    return (sorted(LESSONS.glob("src/[0-9][0-9]_*.py"))
+            + sorted(LESSONS.glob("assignments/src/A[0-9]_*.py")))
 
 
-LESSONS = Collection(SRC, OUT, "[0-9][0-9]_*.py", "Python 3 (ipykernel)")
-ASSIGNMENTS = Collection(OUT / "assignments" / "src", OUT / "assignments", "A[0-9]_*.py",
-                         "Python 3")
+def notebook_path(src: Path) -> Path:
+    """Where the notebook of `src` goes: the folder above `src/`."""
+    return src.parent.parent / f"{src.stem}.ipynb"
 
 
-def cells_of(text: str) -> list[tuple[str, str, list[str]]]:
-    """(kind, source, tags) of each cell of a percent-format file."""
-    cells: list[tuple[str, list[str], list[str]]] = []
-    for line in text.splitlines():
-        m = MARK.match(line)
-        if m:
-            tags = json.loads(m.group("tags")) if m.group("tags") else []
-            cells.append(("markdown" if m.group("md") else "code", [], tags))
-            continue
-        if not cells:
-            continue                    # a preamble before the first marker is not a cell
-        kind, lines, _ = cells[-1]
-        if kind == "markdown":
-            line = line[2:] if line.startswith("# ") else line.lstrip("#")
-        lines.append(line)
-    out = []
-    for kind, lines, tags in cells:
-        while lines and not lines[-1].strip():
-            lines.pop()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        if lines:
-            out.append((kind, "\n".join(lines), tags))
-    return out
-
-
-def build(src: Path, coll: Collection = LESSONS) -> Path:
-    """Write the notebook of one source into `coll.out`; return its path."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": coll.kernel_name,
-                                  "language": "python"},
-                   "language_info": {"name": "python"}}
-    for k, (kind, source, tags) in enumerate(cells_of(src.read_text())):
-        cell = (nbformat.v4.new_markdown_cell if kind == "markdown" else
-                nbformat.v4.new_code_cell)(source)
+def notebook_text(src: Path) -> str:
+    """The notebook of one source as text: no outputs, numbered cell ids, a Python kernel."""
+    nb = jupytext.read(src, fmt="py:percent")
+    nb.metadata["kernelspec"] = KERNEL
+    for k, cell in enumerate(nb.cells):
         cell.id = f"{src.stem.replace('_', '-').lower()}-{k:02d}"
-        if tags:
-            cell.metadata["tags"] = tags
-        nb.cells.append(cell)
-    nbformat.validate(nb)
-    dest = coll.out / f"{src.stem}.ipynb"
-    nbformat.write(nb, dest)
-    return dest
+    return jupytext.writes(nb, fmt="ipynb") + "\n"
 
 
-def build_all(names: list[str], coll: Collection = LESSONS) -> None:
-    """Build the sources of `coll` whose names start with one of `names` (all if none)."""
-    sources = sorted(coll.src.glob(coll.pattern))
-    if names:
-        sources = [s for s in sources if any(s.stem.startswith(n) for n in names)]
-    for s in sources:
-        print(f"{s.relative_to(ROOT)} -> {build(s, coll).relative_to(ROOT)}")
-
-
-def main(args: list[str]) -> None:
-    names = [a for a in args if not a.startswith("--")]
-    flags = set(args) - set(names)
-    unknown = flags - {"--assignments", "--all"}
-    if unknown:
-        sys.exit(f"unknown option(s) {sorted(unknown)}; usage: see {__doc__}")
-    if "--assignments" not in flags or "--all" in flags:
-        build_all(names, LESSONS)
-    if "--assignments" in flags or "--all" in flags:
-        build_all(names, ASSIGNMENTS)
+def main(args: list[str]) -> int:
+    if set(args) - {"--check"}:
+        sys.exit(__doc__)
+    check = "--check" in args
+    built = {notebook_path(s): notebook_text(s) for s in sources()}
+    status = 0
+    for path, text in built.items():
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        name = path.relative_to(LESSONS.parent)
+        if check:
+            print(f"{name} is stale: run `python lessons/src/build.py`")
+            status = 1
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {name}")
+    for path in sorted(LESSONS.glob("*.ipynb")) + sorted(LESSONS.glob("assignments/*.ipynb")):
+        if path not in built:       # its source was renamed or deleted
+            print(f"{path.relative_to(LESSONS.parent)} has no source: delete it")
+            status = 1
+    return status
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -22,8 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..graph import Graph, Node, TensorInfo, name_scope
+from .. import models, ops
+from ..autodiff import training_graph
+from ..feeds import random_feeds
+from ..graph import Graph, Node, TensorInfo, constant, input, name_scope, param
 from ..memory.buffers import Buffer
+from ..memory.instances import ge_worked_example, hard_instance, random_buffers
+from ..memory.liveness import liveness
 
 PRIVATE_ENV = "MINIGRAPH_PRIVATE_CASES"
 PRIVATE_SEED_ENV = "MINIGRAPH_PRIVATE_SEED"
@@ -60,54 +65,41 @@ class BufferCase:
 # ---------------------------------------------------------------------------------------
 
 def mlp_graph(batch: int = 4, widths: Sequence[int] = (8, 16, 3)) -> Graph:
-    """A small MLP training step (forward, backward, SGD update)."""
-    import minigraph as mg
-    with name_scope():
-        x = mg.input("x", (batch, widths[0]))
-        h, params = x, []
-        for k, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
-            W = mg.param(f"W{k + 1}", (a, b))
-            params.append(W)
-            h = h @ W
-            if k < len(widths) - 2:
-                h = mg.relu(h)
-        loss = mg.mean(h ** 2)
-        return mg.training_graph(loss, params, lr=0.1, name="mlp")
+    """A small MLP training step (forward, backward, SGD update): ReLU layers without
+    biases, loss mean(h ** 2)."""
+    return models.mlp_graph(widths, batch, bias=False, loss="pow2", lr=0.1, name="mlp")
 
 
 def residual_graph(batch: int = 3, width: int = 8, blocks: int = 3) -> Graph:
     """Residual blocks `h + tanh(h @ W)`: every block input is read twice (long lives)."""
-    import minigraph as mg
     with name_scope():
-        x = mg.input("x", (batch, width))
+        x = input("x", (batch, width))
         h, params = x, []
         for k in range(blocks):
-            W = mg.param(f"W{k}", (width, width))
+            W = param(f"W{k}", (width, width))
             params.append(W)
-            h = h + mg.tanh(h @ W)
-        loss = mg.mean(h * h)
-        return mg.training_graph(loss, params, lr=0.05, name="residual")
+            h = h + ops.tanh(h @ W)
+        loss = ops.mean(h * h)
+        return training_graph(loss, params, lr=0.05, name="residual")
 
 
 def chain_graph(length: int = 10, width: int = 16) -> Graph:
     """A forward-only chain of elementwise ops with a constant: the simplest lifetimes."""
-    import minigraph as mg
     with name_scope():
-        x = mg.input("x", (2, width))
+        x = input("x", (2, width))
         h = x
-        ops = (mg.relu, mg.tanh, mg.sigmoid, mg.neg)
+        acts = (ops.relu, ops.tanh, ops.sigmoid, ops.neg)
         for k in range(length):
-            h = ops[k % len(ops)](h)
+            h = acts[k % len(acts)](h)
             if k == length // 2:
-                h = h * mg.constant(np.full((2, width), 0.5, np.float32), name="half")
-        return mg.Graph([h], name="chain")
+                h = h * constant(np.full((2, width), 0.5, np.float32), name="half")
+        return Graph([h], name="chain")
 
 
 def random_graph(seed: int, nodes: int = 10, backward: bool = True,
                  dead_ends: bool = True) -> Graph:
     """A random network of elementwise ops and matmuls (seeded), optionally with its
     backward and update nodes, and optionally with dead ends (tensors nobody reads)."""
-    import minigraph as mg
     rng = random.Random(seed)
     with name_scope():
         batch = rng.choice((1, 2, 3, 4))
@@ -115,22 +107,22 @@ def random_graph(seed: int, nodes: int = 10, backward: bool = True,
         pool: list = []
         params: list = []
         for k in range(rng.randint(1, 2)):
-            pool.append(mg.input(f"x{k}", (batch, rng.choice(widths))))
+            pool.append(input(f"x{k}", (batch, rng.choice(widths))))
         for _ in range(nodes):
             x = pool[-1] if rng.random() < 0.4 else rng.choice(pool)
             same = [t for t in pool if t.shape == x.shape and t is not x]
             r = rng.random()
             if r < 0.3:
-                W = mg.param(f"W{len(params)}", (x.shape[1], rng.choice(widths)))
+                W = param(f"W{len(params)}", (x.shape[1], rng.choice(widths)))
                 params.append(W)
                 y = x @ W
             elif r < 0.6:
-                y = rng.choice((mg.relu, mg.tanh, mg.sigmoid, mg.neg))(x)
+                y = rng.choice((ops.relu, ops.tanh, ops.sigmoid, ops.neg))(x)
             elif r < 0.85 or len(same) < 2:
                 other = rng.choice(same) if same else x
-                y = rng.choice((mg.add, mg.mul, mg.sub))(x, other)
+                y = rng.choice((ops.add, ops.mul, ops.sub))(x, other)
             else:
-                y = mg.add_n(x, *rng.sample(same, 2))
+                y = ops.add_n(x, *rng.sample(same, 2))
             pool.append(y)
         made = [t for t in pool if t.call is not None]
         last = made[-1] if made else pool[-1]
@@ -142,10 +134,10 @@ def random_graph(seed: int, nodes: int = 10, backward: bool = True,
                 stack.extend(t.call.inputs if t.call is not None else ())
         params = [W for W in params if id(W) in reach]
         if backward and params:
-            loss = mg.mean(last * last)
-            g = mg.training_graph(loss, params, lr=0.1, name=f"random{seed}")
+            loss = ops.mean(last * last)
+            g = training_graph(loss, params, lr=0.1, name=f"random{seed}")
         else:
-            g = mg.Graph([last], name=f"random{seed}")
+            g = Graph([last], name=f"random{seed}")
         if not dead_ends:
             return g
         # Keep every node built (some outputs are then read by nobody) and declare one
@@ -190,19 +182,6 @@ def random_schedule(graph: Graph, seed: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def default_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded values for every input (normal; integers in [0, 4)) and parameter."""
-    from ..runtime.executor import init_params
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for t in graph.leaves("input"):
-        if np.dtype(t.dtype).kind == "f":
-            feeds[t.name] = rng.standard_normal(t.shape).astype(t.dtype)
-        else:
-            feeds[t.name] = rng.integers(0, 4, t.shape).astype(t.dtype)
-    return {**feeds, **init_params(graph, seed)}
-
-
 @dataclass
 class PublicGraph:
     name: str
@@ -215,14 +194,10 @@ MODEL_NAMES = ("mlp", "cnn", "transformer", "lstm")
 
 def _model_graphs(names: Sequence[str] = MODEL_NAMES) -> list[PublicGraph]:
     """Training graphs of the model zoo (`minigraph.models`), at their default tiny size."""
-    try:
-        from ..models import get_model
-    except ImportError:
-        return []
     out = []
     for name in names:
         try:
-            m = get_model(name)
+            m = models.get_model(name)
         except Exception:   # noqa: BLE001  a model that cannot be built is not a case
             continue
         out.append(PublicGraph(f"model-{name}", m.graph, lambda m=m: m.feeds(0)))
@@ -230,7 +205,7 @@ def _model_graphs(names: Sequence[str] = MODEL_NAMES) -> list[PublicGraph]:
 
 
 def _own(name: str, g: Graph) -> PublicGraph:
-    return PublicGraph(name, g, lambda: default_feeds(g))
+    return PublicGraph(name, g, lambda: random_feeds(g))
 
 
 @functools.cache
@@ -269,68 +244,9 @@ def liveness_cases(seed: int = 0, generated: int = 24) -> list[GraphCase]:
 # Buffer lists
 # ---------------------------------------------------------------------------------------
 
-def _fallback_hard_instance(n: int, capacity: int, steps: int, seed: int) -> list[Buffer]:
-    """Cut the rectangle [0, steps) x [0, capacity) into `n` pieces by random guillotine
-    cuts: a buffer list whose optimal arena (and theoretical minimum) is `capacity`,
-    but that greedy planners rarely pack perfectly (the DSA instances of seed 002)."""
-    rng = random.Random(seed)
-    rects = [(0, steps, 0, capacity)]   # (t0, t1, lo, hi), half-open
-    while len(rects) < n:
-        cuttable = [r for r in rects if r[1] - r[0] > 1 or r[3] - r[2] > 1]
-        if not cuttable:
-            break
-        r = rng.choice(cuttable)
-        t0, t1, lo, hi = r
-        rects.remove(r)
-        if t1 - t0 > 1 and (hi - lo <= 1 or rng.random() < 0.5):
-            t = rng.randint(t0 + 1, t1 - 1)
-            rects += [(t0, t, lo, hi), (t, t1, lo, hi)]
-        else:
-            m = rng.randint(lo + 1, hi - 1)
-            rects += [(t0, t1, lo, m), (t0, t1, m, hi)]
-    rng.shuffle(rects)
-    return [Buffer(f"b{k}", t0, t1 - 1, hi - lo) for k, (t0, t1, lo, hi) in enumerate(rects)]
-
-
-def hard_instance(n: int, capacity: int, steps: int, seed: int) -> list[Buffer]:
-    """`minigraph.memory.instances.hard_instance` when it exists, else our own generator."""
-    try:
-        from ..memory.instances import hard_instance as lib
-    except ImportError:
-        return _fallback_hard_instance(n, capacity, steps, seed)
-    try:
-        got = lib(n, capacity, steps, seed)
-        got = list(getattr(got, "buffers", got))
-        if got and all(isinstance(b, Buffer) for b in got):
-            return got
-    except Exception:   # noqa: BLE001  fall back rather than lose the case
-        pass
-    return _fallback_hard_instance(n, capacity, steps, seed)
-
-
-def random_buffers(seed: int, n: int, steps: int = 20, shape: str = "mixed") -> list[Buffer]:
-    """Random buffers; `shape` picks a family: "mixed", "nested", "short", "equal"."""
-    rng = random.Random(seed)
-    out = []
-    for k in range(n):
-        if shape == "short":
-            s = rng.randrange(steps)
-            e = min(steps - 1, s + rng.randint(0, 2))
-        elif shape == "nested":
-            s = rng.randint(0, steps // 2)
-            e = max(s, steps - 1 - rng.randint(0, steps // 2))
-        else:
-            s, e = sorted((rng.randrange(steps), rng.randrange(steps)))
-        size = 512 if shape == "equal" else rng.choice((0, 1, 7, 64, 100, 512, 4096)) \
-            if rng.random() < 0.2 else rng.randint(1, 2048)
-        out.append(Buffer(f"b{k}", s, e, size))
-    return out
-
-
 def planner_cases(seed: int = 0, generated: int = 18) -> list[BufferCase]:
     """Assignment 2: the liveness buffers of the public graphs (also re-executed),
     hand-made edge cases, hard instances with a known optimum, random lists."""
-    from ..memory.liveness import liveness
     cases = []
     for p in public_graphs():
         g = p.graph
@@ -346,12 +262,8 @@ def planner_cases(seed: int = 0, generated: int = 18) -> list[BufferCase]:
         sched = random_schedule(g, s)
         cases.append(BufferCase(f"random-graph/seed{s}", liveness(g, sched, 64).buffers(), 64,
                                 "generated", g, sched,
-                                feeds=lambda g=g, s=s: default_feeds(g, s)))
-    try:
-        from ..memory.instances import ge_seed_example
-        cases.append(BufferCase("seed001-example", list(ge_seed_example()), 1))
-    except ImportError:
-        pass
+                                feeds=lambda g=g, s=s: random_feeds(g, s)))
+    cases.append(BufferCase("ge-worked-example", ge_worked_example(), 1))
     cases += [
         BufferCase("edge/empty", []),
         BufferCase("edge/one", [Buffer("a", 0, 0, 100)]),
@@ -372,7 +284,8 @@ def planner_cases(seed: int = 0, generated: int = 18) -> list[BufferCase]:
     for k in range(generated):
         s = rng.randrange(2 ** 31)
         shape = shapes[k % len(shapes)]
-        bufs = random_buffers(s, rng.randint(2, 60), rng.randint(4, 40), shape)
+        n, steps = rng.randint(2, 60), rng.randint(4, 40)
+        bufs = random_buffers(n, s, steps, family=shape)
         cases.append(BufferCase(f"random-{shape}/seed{s}", bufs, 1, "generated"))
     return cases
 
@@ -491,7 +404,6 @@ def private_liveness_cases(private=None) -> list[GraphCase]:
 
 
 def private_planner_cases(private=None) -> list[BufferCase]:
-    from ..memory.liveness import liveness
     root, seed = private_dir(private)
     cases = []
     if root is not None and (root / "a2").is_dir():
@@ -509,7 +421,7 @@ def private_planner_cases(private=None) -> list[BufferCase]:
                     bufs = liveness(gc.graph, gc.schedule, gc.alignment).buffers()
                     cases.append(BufferCase(gc.name, bufs, gc.alignment, "private",
                                             gc.graph, gc.schedule,
-                                            feeds=lambda g=gc.graph: default_feeds(g)))
+                                            feeds=lambda g=gc.graph: random_feeds(g)))
     if seed is not None:
         rng = random.Random(seed)
         for k in range(8):
@@ -519,8 +431,8 @@ def private_planner_cases(private=None) -> list[BufferCase]:
                 cases.append(BufferCase(f"private/hard{k}", hard_instance(n, 4096, 2 * n, s),
                                         1, "private", known_optimum=4096))
             else:
-                cases.append(BufferCase(f"private/random{k}", random_buffers(s, n), 1,
-                                        "private"))
+                cases.append(BufferCase(f"private/random{k}",
+                                        random_buffers(n, s, 20, family="mixed"), 1, "private"))
     return cases
 
 

@@ -1,4 +1,4 @@
-"""Grading assignment 3: an eviction heuristic for DTR (seed 003, MegEngine's DTR).
+"""Grading assignment 3: an eviction heuristic for DTR (MegEngine's DTR [MegEngine 2021]).
 
 The student writes `fn(t, now) -> float`: the score of one resident tensor `t` at clock
 `now`; when memory runs out, the tensor with the LOWEST score is evicted. As in
@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BudgetError, ThrashError
+from ..examples import linear_chain
+from ..feeds import random_feeds
 from ..graph import Graph
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
 from .runner import Outcome, run_case
@@ -279,9 +281,8 @@ def heuristic_cases(models: Sequence[tuple[str, str, dict]] = MODELS,
     of the total peak)."""
     cases = []
     if chain:
-        from ..runtime.dtr.examples import feeds_for
         g = _chain()
-        cases += [HeuristicCase(f"chain24/{int(r * 100)}%", g, r, lambda g=g: feeds_for(g),
+        cases += [HeuristicCase(f"chain24/{int(r * 100)}%", g, r, lambda g=g: random_feeds(g),
                                 alignment=1, costs="unit") for r in ratios]
     for label, name, kw in models:
         m = _model(name, tuple(sorted(kw.items())))
@@ -292,7 +293,6 @@ def heuristic_cases(models: Sequence[tuple[str, str, dict]] = MODELS,
 
 @functools.cache
 def _chain() -> Graph:
-    from ..runtime.dtr.examples import linear_chain
     return linear_chain(24)
 
 

@@ -3,8 +3,8 @@
 The student writes `fn(graph, schedule, alignment) -> (intervals, minimum)` where
 `intervals` maps EVERY tensor name to `(start, end, bytes)` - `end` inclusive, bytes
 rounded up to `alignment` - and `minimum` is the theoretical minimum of the planned
-tensors. The reference is `minigraph.memory.liveness` (seed 000, section 3; seed 001's
-theoretical minimum). A wrong answer is explained with the rule it breaks.
+tensors. The reference is `minigraph.memory.liveness` ([Huawei GE, blog §3]; the CANN GE article's
+theoretical minimum [Huawei GE]). A wrong answer is explained with the rule it breaks.
 """
 
 from __future__ import annotations

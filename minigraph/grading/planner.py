@@ -6,7 +6,7 @@ plan is safe, and where the buffers come from a graph, the graph is also RUN in 
 arena laid out by their offsets and its outputs compared bit for bit with a run that
 has no reuse at all. A valid plan earns 0.7 of a case's point; the other 0.3 is for its
 arena: full if it is no larger than the baseline planner's (MXNet's refcount
-simulation, seed 004), less in proportion when it is larger.
+simulation [Chen 2016]), less in proportion when it is larger.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def _execute(case: BufferCase, offsets: dict, check: bool = True) -> dict[str, n
     from ..runtime.executor import Executor
     live = liveness(case.graph, case.schedule, case.alignment)
     arena = max((offsets[b.id] + b.size for b in live.buffers() if b.size), default=0)
-    plan = MemoryPlan(live, dict(offsets), arena, strategy="student")
+    plan = MemoryPlan(live, dict(offsets), arena, planner="student")
     if not check:
         plan.validate = lambda: plan   # run an unsafe plan on purpose, to show the damage
     return Executor(case.graph, plan, device="cpu").run(case.feeds())
@@ -270,8 +270,8 @@ def _fingerprint(case: BufferCase) -> str:
     return repr([(b.id, b.start, b.end, b.size, b.color) for b in case.buffers])
 
 
-# Settings that keep the slow planners quick enough for a leaderboard (plan_buffers passes
-# each planner only the keywords it accepts).
+# Settings that keep the slow planners quick enough for a leaderboard (each planner's own
+# options: plan_buffers refuses an option a planner does not take).
 LEADERBOARD_ARGS: dict[str, dict[str, Any]] = {"anneal": {"iterations": 100, "seed": 0},
                                                "ilp": {"time_limit": 0.1}}
 LEADERBOARD_BUDGET = 3.0   # seconds of one library planner over all cases

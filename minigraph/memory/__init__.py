@@ -1,8 +1,10 @@
-"""Static memory planning: schedule -> liveness -> in-place -> sharing -> plan -> validate."""
+"""Static memory planning: schedule -> liveness -> in-place -> colours -> planner -> validate.
 
-# Every order and planner module registers itself on import: fill the registries now, so
-# ORDERS and PLANNERS list every technique as soon as `minigraph.memory` is imported.
-from . import topo  # noqa: E402,F401
+`plan_memory(graph, MemoryOptions(planner=...))` runs every step; `plan_buffers` plans a
+list of `Buffer`s with a named planner of `PLANNERS`.
+"""
+
+from . import topo  # noqa: F401  (registers the orders beyond "program" in ORDERS)
 from .api import MemoryOptions, MemoryReport, plan_memory, planning_buffers  # noqa: F401
 from .buffers import (  # noqa: F401
     Buffer,
@@ -17,7 +19,4 @@ from .inplace import inplace_pairs, merge_inplace  # noqa: F401
 from .liveness import Interval, Liveness, liveness  # noqa: F401
 from .orders import ORDERS, schedule  # noqa: F401
 from .plan import MemoryPlan  # noqa: F401
-from .planners import PLANNERS, get_planner, plan_buffers  # noqa: F401
-from .planners import _load_all as _load_planners  # noqa: E402
-
-_load_planners()
+from .planners import PLANNERS, get_planner, plan_buffers, planner_options  # noqa: F401

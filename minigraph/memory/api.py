@@ -1,7 +1,10 @@
 """`MemoryOptions` -> `plan_memory(graph, options)` -> `MemoryReport`: the one entry point.
 
 The steps, each in its own module: schedule (orders.py), liveness (liveness.py), in-place
-pairs (inplace.py), colours (coloring.py), sharing (planners/), validation (buffers.py).
+pairs (inplace.py), colours (coloring.py), the planner (planners/), validation
+(buffers.py). Three levels, each calling the next: `plan_memory` turns a graph into
+buffers and a `MemoryPlan`, `plan_buffers` aligns, splits by colour, stacks and validates,
+and the planner named by `options.planner` places one colour's buffers.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..graph import Graph, _fmt_bytes
-from .buffers import Buffer, theoretical_minimum
+from ..graph import Graph, fmt_bytes
+from .buffers import Buffer, arena_size, theoretical_minimum
 from .coloring import tensor_colors
 from .inplace import inplace_pairs, merge_inplace
 from .liveness import Liveness, liveness
@@ -22,11 +25,11 @@ from .planners import plan_buffers
 
 @dataclass(frozen=True)
 class MemoryOptions:
-    """The switches a notebook flips. `sharing` names a planner; `colors=k` keeps k colour
-    classes apart (parallel-safe sharing); `planner_args` go to the planner (e.g.
-    match_range, time_limit, seed)."""
+    """The switches a notebook flips. `planner` names a planner of `PLANNERS`; `colors=k`
+    keeps k colour classes apart (parallel-safe sharing); `planner_args` are the planner's
+    options (e.g. match_range, time_limit, seed): one it does not take raises PlanError."""
     inplace: bool = False
-    sharing: str = "none"
+    planner: str = "none"
     colors: int = 1
     order: str = "program"
     alignment: int = 512
@@ -67,12 +70,12 @@ class MemoryReport:
 
     def summary(self) -> str:
         o = self.options
-        return (f"{o.sharing}{' + in-place' if o.inplace else ''}"
+        return (f"{o.planner}{' + in-place' if o.inplace else ''}"
                 f"{f', {o.colors} colours' if o.colors > 1 else ''}, order {o.order}: "
-                f"no reuse {_fmt_bytes(self.no_reuse_bytes)} -> arena "
-                f"{_fmt_bytes(self.arena_bytes)}, saved {_fmt_bytes(self.saved_bytes)} "
+                f"no reuse {fmt_bytes(self.no_reuse_bytes)} -> arena "
+                f"{fmt_bytes(self.arena_bytes)}, saved {fmt_bytes(self.saved_bytes)} "
                 f"({self.saved_percent:.1f}%); theoretical minimum "
-                f"{_fmt_bytes(self.theoretical_minimum)} (x{self.ratio_to_minimum:.3f}); "
+                f"{fmt_bytes(self.theoretical_minimum)} (x{self.ratio_to_minimum:.3f}); "
                 f"planned in {self.seconds * 1000:.1f} ms"
                 + (f"; {self.plan.note}" if self.plan.note else ""))
 
@@ -105,11 +108,11 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
     t0 = time.perf_counter()
     live = liveness(graph, schedule(graph, options.order), options.alignment)
     merged, group, pairs, colors = planning_buffers(graph, live, options)
-    _, placement = plan_buffers(merged, options.sharing, options.alignment,
+    _, placement = plan_buffers(merged, options.planner, options.alignment,
                                 **options.planner_args)
     offsets = {name: placement.offsets[gid] for name, gid in group.items()}
-    arena = max((offsets[iv.name] + iv.bytes for iv in live.planned() if iv.bytes), default=0)
-    plan = MemoryPlan(live, offsets, arena, pairs, options.sharing, placement.note, colors)
+    arena = arena_size(live.buffers(), offsets)      # per tensor: what the validator checks
+    plan = MemoryPlan(live, offsets, arena, pairs, options.planner, placement.note, colors)
     seconds = time.perf_counter() - t0
     plan.validate()
     return MemoryReport(plan, options, theoretical_minimum(merged), live.no_reuse_bytes(),

@@ -2,8 +2,8 @@
 
 A `Buffer` is a block of bytes alive over the steps `[start, end]` (inclusive). Every
 planner takes a list of them and returns offsets; nothing else. That is the 2D picture of
-seed 002: time on x, address on y, each buffer a rectangle; a plan is valid when no two
-rectangles overlap.
+Chainer-Opt [Sekiyama 2018]: time on x, address on y, each buffer a rectangle; a plan is valid when
+no two rectangles overlap.
 """
 
 from __future__ import annotations
@@ -40,10 +40,18 @@ class Buffer:
 
 @dataclass
 class Placement:
-    """What a planner returns: an offset per buffer id, and a note (e.g. "optimal")."""
+    """What a planner returns: an offset per buffer id, the arena those offsets need, and a
+    note (e.g. "optimal"). Planners build it with `Placement.of`, which measures the arena."""
     offsets: dict[Hashable, int]
     note: str = ""
     blocks: list[list[Hashable]] | None = field(default=None, repr=False)
+    arena_bytes: int = field(kw_only=True)
+
+    @classmethod
+    def of(cls, buffers: Iterable[Buffer], offsets: Mapping[Hashable, int], note: str = "",
+           blocks: list[list[Hashable]] | None = None) -> Placement:
+        """The placement of `buffers` at `offsets`, its arena measured (`arena_size`)."""
+        return cls(dict(offsets), note, blocks, arena_bytes=arena_size(buffers, offsets))
 
 
 def align_up(n: int, alignment: int) -> int:
@@ -96,32 +104,63 @@ def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
     offsets are aligned, non-negative and inside the arena. Raises PlanError naming both
     buffers, their intervals, their byte ranges and the step.
     """
-    by_id = {b.id: b for b in buffers}
-    if len(by_id) != len(buffers):
+    if len({b.id for b in buffers}) != len(buffers):
         raise PlanError("two buffers share an id")
     for b in buffers:
-        if b.id not in offsets:
-            raise PlanError(f"buffer {b.id} has no offset")
-        off = offsets[b.id]
-        if not isinstance(off, int) or isinstance(off, bool):
-            raise PlanError(f"buffer {b.id}: offset {off!r} is not an integer")
-        if off < 0:
-            raise PlanError(f"buffer {b.id}: negative offset {off}")
-        if alignment > 1 and off % alignment:
-            raise PlanError(f"buffer {b.id}: offset {off} is not a multiple of {alignment}")
-        if arena_bytes is not None and off + b.size > arena_bytes:
-            raise PlanError(f"buffer {b.id}: bytes [{off},{off + b.size}) run past the arena "
-                            f"of {arena_bytes} bytes")
-    handed: dict[Hashable, Hashable] = {}
+        _check_offset(b, offsets, arena_bytes, alignment)
+    handovers = list(handovers)
+    _check_handovers(buffers, offsets, handovers)
+    pair = first_overlap(buffers, offsets, handovers)
+    if pair is not None:
+        o, b = pair
+        o_lo, lo = offsets[o.id], offsets[b.id]
+        raise PlanError(f"{o.id} [{o.start},{o.end}] at bytes [{o_lo},{o_lo + o.size}) and "
+                        f"{b.id} [{b.start},{b.end}] at bytes [{lo},{lo + b.size}) overlap at "
+                        f"step {max(o.start, b.start)} while both are alive")
+
+
+def _check_offset(b: Buffer, offsets: Mapping[Hashable, int], arena_bytes: int | None,
+                  alignment: int) -> None:
+    """One buffer's offset: present, an integer, non-negative, aligned, inside the arena."""
+    if b.id not in offsets:
+        raise PlanError(f"buffer {b.id} has no offset")
+    off = offsets[b.id]
+    if not isinstance(off, int) or isinstance(off, bool):
+        raise PlanError(f"buffer {b.id}: offset {off!r} is not an integer")
+    if off < 0:
+        raise PlanError(f"buffer {b.id}: negative offset {off}")
+    if alignment > 1 and off % alignment:
+        raise PlanError(f"buffer {b.id}: offset {off} is not a multiple of {alignment}")
+    if arena_bytes is not None and off + b.size > arena_bytes:
+        raise PlanError(f"buffer {b.id}: bytes [{off},{off + b.size}) run past the arena "
+                        f"of {arena_bytes} bytes")
+
+
+def _check_handovers(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
+                     handovers: Iterable[tuple[Hashable, Hashable]]) -> None:
+    """Each in-place pair (a, b): a ends where b starts, at b's offset, with b's size."""
+    by_id = {b.id: b for b in buffers}
     for a, b in handovers:
         ba, bb = by_id[a], by_id[b]
         if ba.end != bb.start or offsets[a] != offsets[b] or ba.size != bb.size:
             raise PlanError(f"in-place {a} -> {b} is not a hand-over: {a} [{ba.start},"
                             f"{ba.end}] at {offsets[a]} size {ba.size}, {b} [{bb.start},"
                             f"{bb.end}] at {offsets[b]} size {bb.size}")
-        handed[b] = a
-    # Sweep over time; the live set is kept sorted by offset, so a new buffer only needs
-    # checking against its two neighbours (if the live set is disjoint, that suffices).
+
+
+def first_overlap(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
+                  handovers: Iterable[tuple[Hashable, Hashable]] = ()
+                  ) -> tuple[Buffer, Buffer] | None:
+    """Two buffers alive at a common step whose bytes overlap, or None: (the one placed
+    first, the one that starts later). An in-place pair (a, b) hands a's bytes to b at
+    b's first step, so it does not count.
+
+    A sweep over time; the live set is kept sorted by offset, so a new buffer only needs
+    checking against its two neighbours (if the live set is disjoint, that suffices).
+    O(n log n) for a valid plan.
+    """
+    by_id = {b.id: b for b in buffers}
+    handed = {b: a for a, b in handovers}
     order = sorted((b for b in buffers if b.size), key=lambda b: (b.start, offsets[b.id]))
     ends: list[tuple[int, int]] = []        # heap of (end step, index in order)
     live_lo: list[int] = []                 # offsets of live buffers, sorted
@@ -148,13 +187,10 @@ def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
         for j in (k - 1, k):
             if 0 <= j < len(live):
                 o = live[j]
-                o_lo, o_hi = offsets[o.id], offsets[o.id] + o.size
-                if o_lo < hi and lo < o_hi:
-                    raise PlanError(
-                        f"{o.id} [{o.start},{o.end}] at bytes [{o_lo},{o_hi}) and {b.id} "
-                        f"[{b.start},{b.end}] at bytes [{lo},{hi}) overlap at step "
-                        f"{max(o.start, b.start)} while both are alive")
+                if offsets[o.id] < hi and lo < offsets[o.id] + o.size:
+                    return o, b
         live_lo.insert(k, lo)
         live.insert(k, b)
         alive.add(b.id)
         heapq.heappush(ends, (b.end, i))
+    return None

@@ -1,4 +1,4 @@
-"""Parallel-safe sharing by colouring (seed 004, "Try to Allow More Parallelization").
+"""Parallel-safe sharing by colouring [Chen 2016, "Try to Allow More Parallelization"].
 
 Find the longest path (most bytes written), give its nodes colour 0; find the longest
 path among the remaining nodes, colour 1; ... k-1 paths, then every other node takes the

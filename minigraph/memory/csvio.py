@@ -8,16 +8,14 @@ read as integers. Every mistake raises `CSVError`, naming the file, the line and
 
 from __future__ import annotations
 
-import bisect
 import csv
-import heapq
 import io
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import IO
 
 from ..errors import PlanError
-from .buffers import Buffer
+from .buffers import Buffer, first_overlap
 
 PROBLEM_COLUMNS = ("id", "lower", "upper", "size")
 PLAN_COLUMNS = PROBLEM_COLUMNS + ("offset",)
@@ -107,7 +105,8 @@ def read_plan(src: str | os.PathLike | IO[str], check: bool = True
     """Buffers and offsets from a CSV with columns id,lower,upper,size,offset.
 
     With `check` (the default) the plan is validated: offsets are non-negative and no
-    two buffers alive at a common step share a byte; a CSVError names both lines.
+    two buffers alive at a common step share a byte (`buffers.first_overlap`, the
+    validator's own sweep); a CSVError names both lines.
     """
     rows, source = _rows(src, PLAN_COLUMNS)
     buffers, line_of = _buffers(rows, source)
@@ -127,35 +126,6 @@ def read_plan(src: str | os.PathLike | IO[str], check: bool = True
                 f"are both alive at step {max(a.start, b.start)} and overlap: bytes "
                 f"[{oa},{oa + a.size}) and [{ob},{ob + b.size})", source, line_of[b.id])
     return buffers, offsets
-
-
-def first_overlap(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int]
-                  ) -> tuple[Buffer, Buffer] | None:
-    """Two buffers alive at a common step whose bytes overlap, or None (a sweep over
-    time keeping the live buffers sorted by offset: O(n log n) for a valid plan)."""
-    order = sorted((b for b in buffers if b.size), key=lambda b: (b.start, offsets[b.id]))
-    ends: list[tuple[int, int]] = []
-    live_lo: list[int] = []
-    live: list[Buffer] = []
-    for k, b in enumerate(order):
-        while ends and ends[0][0] < b.start:
-            _, j = heapq.heappop(ends)
-            x = order[j]
-            i = bisect.bisect_left(live_lo, offsets[x.id])
-            while live[i] is not x:
-                i += 1
-            del live_lo[i], live[i]
-        lo = offsets[b.id]
-        i = bisect.bisect_left(live_lo, lo)
-        for j in (i - 1, i):
-            if 0 <= j < len(live):
-                o = live[j]
-                if offsets[o.id] < lo + b.size and lo < offsets[o.id] + o.size:
-                    return o, b
-        live_lo.insert(i, lo)
-        live.insert(i, b)
-        heapq.heappush(ends, (b.end, k))
-    return None
 
 
 def _write(dst, header: Sequence[str], rows: Iterable[Sequence]) -> None:

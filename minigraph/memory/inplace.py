@@ -1,10 +1,10 @@
-"""In-place: an output takes its input's bytes when that is provably safe (seed 004, 000).
+"""In-place: an output takes its input's bytes when that is provably safe [Chen 2016], [Huawei GE].
 
 The rule, every clause of which a test names:
 - the op declares the (output, input) pair in-place capable (its kernel reads element i
   before writing element i);
-- the input's last reader is this op: no other reader runs later (seed 004's
-  counter-example: B read by C = sigmoid(B) *and* by F may not be overwritten);
+- the input's last reader is this op: no other reader runs later (the MXNet note's
+  counter-example [Chen 2016]: B read by C = sigmoid(B) *and* by F may not be overwritten);
 - input and output have the same dtype and the same number of bytes (a reshape keeps its
   bytes; a broadcast or a reduction does not);
 - the input is planned: not a graph input, parameter, constant or graph output;

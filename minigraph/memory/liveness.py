@@ -1,8 +1,8 @@
 """Liveness: every tensor's `[first step, last step]` under a schedule, and its bytes.
 
 A schedule is a topological order of the nodes; step k is the k-th node. A tensor lives
-from the step that produces it to the last step that reads it, both inclusive (seed 000,
-section 3). Inputs, parameters, constants and graph outputs are not planned: like GE's
+from the step that produces it to the last step that reads it, both inclusive
+[Huawei GE, blog §3]. Inputs, parameters, constants and graph outputs are not planned: like GE's
 Variables and Consts they keep their own storage for the whole run.
 """
 

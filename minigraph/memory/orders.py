@@ -1,7 +1,7 @@
 """Schedules: topological orders of a graph's nodes. `ORDERS` maps a name to a function.
 
 A schedule changes every tensor's lifetime, so it changes the theoretical minimum;
-choosing it well is GE's "topo optimisation" (seed 001, section 2).
+choosing it well is GE's "topo optimisation" [Huawei GE, §2].
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph import Graph, _fmt_bytes
+from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, validate_offsets
 from .liveness import Liveness
 
@@ -13,14 +13,15 @@ from .liveness import Liveness
 class MemoryPlan:
     """Offset and size of every planned tensor of one schedule.
 
-    `inplace` lists (input, output) hand-overs; `strategy` names the planner; `note` is
-    what the planner said (for the ILP: "optimal" or its gap).
+    `arena_bytes` is the end of the highest tensor; `inplace` lists (input, output)
+    hand-overs; `planner` names the planner; `note` is what the planner said (for the
+    ILP: "optimal" or its gap).
     """
     liveness: Liveness
     offsets: dict[str, int]
     arena_bytes: int
     inplace: list[tuple[str, str]] = field(default_factory=list)
-    strategy: str = "none"
+    planner: str = "none"
     note: str = ""
     colors: dict[str, int] = field(default_factory=dict)
 
@@ -92,7 +93,7 @@ class MemoryPlan:
         return hazards
 
     def table(self, limit: int | None = 60) -> str:
-        """Per-tensor layout, in the spirit of seed 000's --dump-memory-layout."""
+        """Per-tensor layout, in the spirit of the GE blog's --dump-memory-layout [Huawei GE]."""
         inplace_of = {y: x for x, y in self.inplace}
         rows = [f"{'tensor':24} {'bytes':>10} {'start':>5} {'end':>5} {'offset':>10}  shares"]
         ivs = sorted(self.liveness.planned(), key=lambda iv: (self.offsets[iv.name], iv.start))
@@ -103,10 +104,10 @@ class MemoryPlan:
                         f"{self.offsets[iv.name]:>10}  {note}")
         if limit is not None and len(ivs) > limit:
             rows.append(f"... {len(ivs) - limit} more tensors")
-        rows.append(f"arena {self.arena_bytes} B ({_fmt_bytes(self.arena_bytes)}), "
+        rows.append(f"arena {self.arena_bytes} B ({fmt_bytes(self.arena_bytes)}), "
                     f"no reuse {self.no_reuse_bytes} B")
         return "\n".join(rows)
 
     def __repr__(self) -> str:
-        return (f"MemoryPlan({self.strategy}: arena {_fmt_bytes(self.arena_bytes)}, "
+        return (f"MemoryPlan({self.planner}: arena {fmt_bytes(self.arena_bytes)}, "
                 f"{len(self.offsets)} tensors, {len(self.inplace)} in place)")

@@ -1,17 +1,17 @@
-"""Topological orders (schedules) that change lifetimes: seed 001, section 2.
+"""Topological orders (schedules) that change lifetimes: [Huawei GE, §2].
 
 A schedule fixes every tensor's lifetime, hence the theoretical minimum; a planner can at
 best reach that minimum, a better schedule lowers it. The orders here:
 
 - "bfs": a FIFO ready queue (TensorFlow's executor order).
-- "dfs": a LIFO ready stack: follow one branch to its end before the next (the seed's
-  "left branch first" when the left branch was built first).
+- "dfs": a LIFO ready stack: follow one branch to its end before the next (the
+  "left branch first" of [Huawei GE] when the left branch was built first).
 - "rdfs": reverse DFS: post-order of a depth-first walk from the graph outputs back
   through the inputs (nnvm's DFSVisit): each node runs just when something needs it.
-- "ge": GE's adjustment (seed 001, 2.2) of the program order: a node whose inputs will
+- "ge": GE's adjustment [Huawei GE, §2.2] of the program order: a node whose inputs will
   stay alive anyway moves to just before its first consumer (see `ge_adjust`).
 - "memory": a list scheduler that runs the ready node which frees the most bytes and
-  allocates the least (MODeL's observation, seed 002 figure 3).
+  allocates the least (MODeL's observation [Steiner 2023, fig. 3]).
 - "best": every order above, keep the one with the lowest theoretical minimum (XLA's
   default scheduler runs several and keeps the best the same way).
 
@@ -118,15 +118,15 @@ def rdfs_order(graph: Graph) -> list[str]:
 
 
 def ge_adjust(graph: Graph, order: list[str]) -> list[str]:
-    """GE's topo adjustment (seed 001, 2.2): move nodes later, to just before their
+    """GE's topo adjustment [Huawei GE, §2.2]: move nodes later, to just before their
     first consumer, when that cannot lengthen any input's life.
 
     Fixed rule: a node whose inputs are all long-lived - inputs, parameters, constants,
     which are never reused - can move freely. Dynamic rule: L1 is the last step at which
     an input is still read by some other node, L2 the first step that reads the node's
     outputs; if L1 >= L2 for every planned input, moving the node to just before L2
-    leaves every input's life as it was and shortens its outputs' lives. (The seed
-    states L1 > L2 for one input; equality is as safe, and with several inputs the rule
+    leaves every input's life as it was and shortens its outputs' lives. (The CANN GE article
+    [Huawei GE] states L1 > L2 for one input; equality is as safe, and with several inputs the rule
     must hold for each.) Nodes are visited from last to first, so a node moves in front
     of its consumers' final places; no node ever moves before something it depends on.
     """

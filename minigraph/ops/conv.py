@@ -16,15 +16,7 @@ import numpy as np
 
 from ..graph import Tensor, check_same_dtype
 from .nn import _float_only
-from .registry import apply1, defop, shape_error
-
-
-def _numel(t) -> int:
-    return int(np.prod(t.shape, dtype=np.int64))
-
-
-def _itemsize(t) -> int:
-    return np.dtype(t.dtype).itemsize
+from .registry import apply1, defop, itemsize, numel, shape_error
 
 
 def _pair(v, what: str) -> tuple[int, int]:
@@ -113,7 +105,7 @@ def _conv_fw(ctx, attrs, ins, outs):
     x, w = ins
     y = outs[0]
     n, o = y.shape[:2]
-    k, spatial = _numel(w) // o, y.shape[2] * y.shape[3]
+    k, spatial = numel(w) // o, y.shape[2] * y.shape[3]
     cols = ctx.scratch((n,) + tuple(w.shape[1:]) + tuple(y.shape[2:]), x.dtype)
     _im2col(ctx.xp, x, cols, _conv_attrs(attrs, w.shape), y.shape)
     # y[n] = W[O, K] @ cols[n][K, Ho*Wo], for all n in one batched call
@@ -137,7 +129,7 @@ def _conv_grad_x_fw(ctx, attrs, ins, outs):
     dy, w = ins
     dx = outs[0]
     n, o = dy.shape[:2]
-    k, spatial = _numel(w) // o, dy.shape[2] * dy.shape[3]
+    k, spatial = numel(w) // o, dy.shape[2] * dy.shape[3]
     dcols = ctx.scratch((n,) + tuple(w.shape[1:]) + tuple(dy.shape[2:]), dy.dtype)
     ctx.xp.matmul(w.reshape(o, k).T, dy.reshape(n, o, spatial), out=dcols.reshape(n, k, spatial))
     _col2im(ctx.xp, dcols, dx, _conv_attrs(attrs, w.shape), dy.shape)
@@ -147,7 +139,7 @@ def _conv_grad_w_fw(ctx, attrs, ins, outs):
     # dW = sum_n dy[n] @ cols[n]^T, summed over n in a fixed order: reads dy and x only.
     xp, (dy, x), dw = ctx.xp, ins, outs[0]
     n, o = dy.shape[:2]
-    k, spatial = _numel(dw) // o, dy.shape[2] * dy.shape[3]
+    k, spatial = numel(dw) // o, dy.shape[2] * dy.shape[3]
     cols = ctx.scratch((n,) + tuple(dw.shape[1:]) + tuple(dy.shape[2:]), x.dtype)
     _im2col(xp, x, cols, _conv_attrs(attrs, dw.shape), dy.shape)
     cols3, dy3, dw2 = cols.reshape(n, k, spatial), dy.reshape(n, o, spatial), dw.reshape(o, k)
@@ -164,10 +156,10 @@ def _gemm_flops(n, o, k, spatial) -> int:
 
 defop("conv2d", infer=_conv_infer, forward=_conv_fw, grad=_conv_grad,
       flops=lambda a, ins, outs: _gemm_flops(outs[0].shape[0], outs[0].shape[1],
-                                             _numel(ins[1]) // ins[1].shape[0],
+                                             numel(ins[1]) // ins[1].shape[0],
                                              outs[0].shape[2] * outs[0].shape[3]),
       workspace=lambda a, ins, outs: _cols_bytes(ins[0].shape, ins[1].shape, outs[0].shape,
-                                                 _itemsize(ins[0])))
+                                                 itemsize(ins[0])))
 
 
 def _conv_grad_x_infer(attrs, dy, w):
@@ -180,17 +172,17 @@ def _conv_grad_w_infer(attrs, dy, x):
 
 defop("conv2d_grad_x", infer=_conv_grad_x_infer, forward=_conv_grad_x_fw, differentiable=(),
       flops=lambda a, ins, outs: _gemm_flops(ins[0].shape[0], ins[0].shape[1],
-                                             _numel(ins[1]) // ins[1].shape[0],
+                                             numel(ins[1]) // ins[1].shape[0],
                                              ins[0].shape[2] * ins[0].shape[3]),
       workspace=lambda a, ins, outs: _cols_bytes(outs[0].shape, ins[1].shape, ins[0].shape,
-                                                 _itemsize(ins[0])))
+                                                 itemsize(ins[0])))
 defop("conv2d_grad_w", infer=_conv_grad_w_infer, forward=_conv_grad_w_fw, differentiable=(),
       flops=lambda a, ins, outs: _gemm_flops(ins[0].shape[0], ins[0].shape[1],
-                                             _numel(outs[0]) // outs[0].shape[0],
+                                             numel(outs[0]) // outs[0].shape[0],
                                              ins[0].shape[2] * ins[0].shape[3]),
       workspace=lambda a, ins, outs: _cols_bytes(ins[1].shape, outs[0].shape, ins[0].shape,
-                                                 _itemsize(ins[0]))
-      + _numel(outs[0]) * _itemsize(ins[0]))
+                                                 itemsize(ins[0]))
+      + numel(outs[0]) * itemsize(ins[0]))
 
 
 def conv2d(x: Tensor, w: Tensor, stride=1, padding=0) -> Tensor:
@@ -223,7 +215,7 @@ def _pool_attrs(kernel, stride, padding) -> dict:
 
 def _window_flops(attrs, ins, outs, per=1) -> int:
     kh, kw = attrs["kernel"]
-    return per * kh * kw * _numel(outs[0])
+    return per * kh * kw * numel(outs[0])
 
 
 def _maxpool_fw(ctx, attrs, ins, outs):
@@ -264,7 +256,7 @@ defop("max_pool2d", infer=_pool_infer("max_pool2d"), forward=_maxpool_fw,
 defop("max_pool2d_grad", infer=lambda a, dy, x, y: [(x.shape, dy.dtype)],
       forward=_maxpool_grad_fw, differentiable=(),
       flops=lambda a, ins, outs: _window_flops(a, ins, [ins[0]], per=4),
-      workspace=lambda a, ins, outs: 2 * _numel(ins[0]) * _itemsize(ins[0]))
+      workspace=lambda a, ins, outs: 2 * numel(ins[0]) * itemsize(ins[0]))
 
 
 def _avgpool_fw(ctx, attrs, ins, outs):

@@ -4,7 +4,7 @@ Each op is one `defop` block: shape rule, kernel writing into `outs`, gradient r
 builds backward nodes), and in-place capability. Elementwise kernels read element i before
 they write element i, so an output may overwrite an input of the same size: they declare
 `inplace=((0, k),)`. Gradient rules reference only what they need: `relu_grad` reads the
-*output* y, never x, so x can be freed after the forward pass (seed 004's point about F).
+*output* y, never x, so x can be freed after the forward pass (the point about F in [Chen 2016]).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from ..graph import Tensor, check_same_dtype, constant
-from .registry import apply1, defop, shape_error
+from .registry import apply1, defop, numel, shape_error
 
 
 def _same(attrs, x):
@@ -106,7 +106,7 @@ def _sum_to_forward(ctx, attrs, ins, outs):
 
 defop("sum_to", infer=_sum_to_infer, forward=_sum_to_forward,
       grad=lambda a, ins, outs, g: [broadcast_to(g[0], ins[0].shape)],
-      flops=lambda a, ins, outs: int(np.prod(ins[0].shape)))
+      flops=lambda a, ins, outs: numel(ins[0]))
 
 
 # --- the aggregation node of the gradient pass -------------------------------------------------
@@ -129,7 +129,7 @@ def _add_n_forward(ctx, attrs, ins, outs):
 defop("add_n", infer=_add_n_infer, forward=_add_n_forward,
       grad=lambda a, ins, outs, g: [g[0]] * len(ins),
       inplace=((0, 0), (0, 1)),
-      flops=lambda a, ins, outs: (len(ins) - 1) * int(np.prod(outs[0].shape)))
+      flops=lambda a, ins, outs: (len(ins) - 1) * numel(outs[0]))
 
 
 def add_n(*xs: Tensor) -> Tensor:
@@ -227,10 +227,10 @@ def _sigmoid_grad_fw(ctx, a, ins, outs):
     ctx.xp.multiply(outs[0], 1 - y, out=outs[0])
 
 
-defop("sigmoid", infer=_same, forward=_sigmoid_fw, flops=lambda a, i, o: 4 * _n(o[0]),
+defop("sigmoid", infer=_same, forward=_sigmoid_fw, flops=lambda a, i, o: 4 * numel(o[0]),
       grad=lambda a, ins, outs, g: [apply1("sigmoid_grad", [g[0], outs[0]])], inplace=((0, 0),))
 defop("sigmoid_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_sigmoid_grad_fw,
-      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * _n(o[0]))
+      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]))
 
 
 def _tanh_grad_fw(ctx, a, ins, outs):
@@ -241,7 +241,7 @@ def _tanh_grad_fw(ctx, a, ins, outs):
 defop("tanh", infer=_same, forward=lambda ctx, a, ins, outs: ctx.xp.tanh(ins[0], out=outs[0]),
       grad=lambda a, ins, outs, g: [apply1("tanh_grad", [g[0], outs[0]])], inplace=((0, 0),))
 defop("tanh_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_tanh_grad_fw,
-      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * _n(o[0]))
+      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]))
 
 _GELU_C = math.sqrt(2.0 / math.pi)
 
@@ -276,16 +276,14 @@ def _gelu_ws(a, ins, outs):
     return ins[0].nbytes if hasattr(ins[0], "nbytes") else 0
 
 
-defop("gelu", infer=_same, forward=_gelu_fw, flops=lambda a, i, o: 9 * _n(o[0]),
+defop("gelu", infer=_same, forward=_gelu_fw, flops=lambda a, i, o: 9 * numel(o[0]),
       grad=lambda a, ins, outs, g: [apply1("gelu_grad", [g[0], ins[0]])],
       workspace=_gelu_ws)
 defop("gelu_grad", infer=lambda a, dy, x: [(dy.shape, dy.dtype)], forward=_gelu_grad_fw,
-      differentiable=(), flops=lambda a, i, o: 16 * _n(o[0]),
+      differentiable=(), flops=lambda a, i, o: 16 * numel(o[0]),
       workspace=lambda a, ins, outs: 4 * ins[0].nbytes if hasattr(ins[0], "nbytes") else 0)
 
 
-def _n(t) -> int:
-    return int(np.prod(t.shape, dtype=np.int64))
 
 
 # --- user-facing functions (with Python-number operands) -------------------------------------

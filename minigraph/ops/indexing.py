@@ -15,17 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..graph import Tensor, check_same_dtype
-from .registry import apply1, defop, shape_error
+from .registry import apply1, defop, itemsize, numel, shape_error
 from .shape import _norm_axes, _reduced_shape
-
-
-def _numel(t) -> int:
-    return int(np.prod(t.shape, dtype=np.int64))
-
-
-def _itemsize(t) -> int:
-    return np.dtype(t.dtype).itemsize
-
 
 # --- getitem: basic indexing (ints, slices with steps, Ellipsis) ------------------------------
 
@@ -216,7 +207,7 @@ def _max_grad(attrs, ins, outs, g):
 
 
 defop("max", infer=_max_infer, forward=_max_fw, grad=_max_grad,
-      flops=lambda a, ins, outs: _numel(ins[0]))
+      flops=lambda a, ins, outs: numel(ins[0]))
 
 
 def _max_grad_infer(attrs, dy, x, y):
@@ -240,8 +231,8 @@ def _max_grad_fw(ctx, attrs, ins, outs):
 
 
 defop("max_grad", infer=_max_grad_infer, forward=_max_grad_fw, inplace=((0, 1),),
-      differentiable=(), flops=lambda a, ins, outs: 3 * _numel(ins[1]),
-      workspace=lambda a, ins, outs: _numel(ins[0]) * _itemsize(ins[0]))
+      differentiable=(), flops=lambda a, ins, outs: 3 * numel(ins[1]),
+      workspace=lambda a, ins, outs: numel(ins[0]) * itemsize(ins[0]))
 
 
 def max(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001

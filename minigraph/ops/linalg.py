@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Tensor, check_same_dtype
-from .registry import apply1, defop, shape_error
+from .registry import apply1, defop, numel, shape_error
 from .shape import reshape
 
 
@@ -45,7 +45,7 @@ def _matmul_fw(ctx, attrs, ins, outs):
 
 def _matmul_flops(attrs, ins, outs):
     k = _mats(ins[0], attrs["ta"])[1]
-    return 2 * k * int(np.prod(outs[0].shape, dtype=np.int64))
+    return 2 * k * numel(outs[0])
 
 
 def _matmul_grad(attrs, ins, outs, g):

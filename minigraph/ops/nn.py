@@ -1,7 +1,7 @@
 """Neural-network ops: softmax family, losses, normalisation, embedding, dropout.
 
 Each block is one `defop`: shape rule, kernel writing into `outs`, gradient rule, in-place
-pairs, FLOPs and workspace. Two habits matter for memory (seed 004):
+pairs, FLOPs and workspace. Two habits matter for memory [Chen 2016]:
 - a gradient node reads only what it needs: softmax's reads the output y, not x; the
   losses read the logits or predictions and the labels, never an intermediate;
 - a kernel's temporaries are either row-sized or declared as `workspace` and taken from
@@ -19,15 +19,7 @@ import numpy as np
 from ..errors import DTypeError
 from ..graph import Tensor, _auto_name, check_same_dtype
 from .elementwise import neg
-from .registry import apply, apply1, defop, shape_error
-
-
-def _numel(t) -> int:
-    return int(np.prod(t.shape, dtype=np.int64))
-
-
-def _itemsize(t) -> int:
-    return np.dtype(t.dtype).itemsize
+from .registry import apply, apply1, defop, itemsize, numel, shape_error
 
 
 def _float_only(op: str, *ts: Tensor) -> None:
@@ -61,7 +53,7 @@ def _kept(shape, axis) -> tuple[int, ...]:
 
 def _row_bytes(attrs, x) -> int:
     """Bytes of one value per row (the input reduced over `axis`)."""
-    return _numel(x) // max(x.shape[attrs["axis"]], 1) * _itemsize(x)
+    return numel(x) // max(x.shape[attrs["axis"]], 1) * itemsize(x)
 
 
 # --- softmax and log_softmax ------------------------------------------------------------------
@@ -96,10 +88,10 @@ def _softmax_grad_fw(ctx, attrs, ins, outs):
 defop("softmax", infer=_same_float("softmax"), forward=_softmax_fw, inplace=((0, 0),),
       grad=lambda a, ins, outs, g: [apply1("softmax_grad", [g[0], outs[0]],
                                            {"axis": a["axis"]})],
-      flops=lambda a, ins, outs: 4 * _numel(ins[0]),
+      flops=lambda a, ins, outs: 4 * numel(ins[0]),
       workspace=lambda a, ins, outs: _row_bytes(a, ins[0]))
 defop("softmax_grad", infer=lambda a, dy, y: [(y.shape, dy.dtype)], forward=_softmax_grad_fw,
-      differentiable=(), flops=lambda a, ins, outs: 4 * _numel(ins[0]),
+      differentiable=(), flops=lambda a, ins, outs: 4 * numel(ins[0]),
       workspace=lambda a, ins, outs: _row_bytes(a, ins[0]))
 
 
@@ -131,11 +123,11 @@ def _log_softmax_grad_fw(ctx, attrs, ins, outs):
 defop("log_softmax", infer=_same_float("log_softmax"), forward=_log_softmax_fw,
       grad=lambda a, ins, outs, g: [apply1("log_softmax_grad", [g[0], outs[0]],
                                            {"axis": a["axis"]})],
-      flops=lambda a, ins, outs: 5 * _numel(ins[0]),
+      flops=lambda a, ins, outs: 5 * numel(ins[0]),
       workspace=lambda a, ins, outs: 2 * _row_bytes(a, ins[0]))
 defop("log_softmax_grad", infer=lambda a, dy, y: [(y.shape, dy.dtype)],
       forward=_log_softmax_grad_fw, inplace=((0, 1),), differentiable=(),
-      flops=lambda a, ins, outs: 3 * _numel(ins[0]),
+      flops=lambda a, ins, outs: 3 * numel(ins[0]),
       workspace=lambda a, ins, outs: _row_bytes(a, ins[0]))
 
 
@@ -208,8 +200,8 @@ def _sce_fw(ctx, attrs, ins, outs):
 
 
 def _sce_ws(attrs, ins, outs):
-    rows = _numel(ins[1])
-    return (rows * ins[0].shape[-1] + 3 * rows) * _itemsize(ins[0]) + 2 * rows * 8
+    rows = numel(ins[1])
+    return (rows * ins[0].shape[-1] + 3 * rows) * itemsize(ins[0]) + 2 * rows * 8
 
 
 def _sce_grad_fw(ctx, attrs, ins, outs):
@@ -241,12 +233,12 @@ def _sce_grad_fw(ctx, attrs, ins, outs):
 defop("softmax_cross_entropy", infer=_sce_infer, forward=_sce_fw, differentiable=(0,),
       grad=lambda a, ins, outs, g: [apply1("softmax_cross_entropy_grad",
                                            [g[0], ins[0], ins[1]]), None],
-      flops=lambda a, ins, outs: 5 * _numel(ins[0]), workspace=_sce_ws)
+      flops=lambda a, ins, outs: 5 * numel(ins[0]), workspace=_sce_ws)
 defop("softmax_cross_entropy_grad", infer=lambda a, g, logits, labels:
       [(logits.shape, logits.dtype)], forward=_sce_grad_fw, inplace=((0, 1),),
-      differentiable=(), flops=lambda a, ins, outs: 5 * _numel(ins[1]),
-      workspace=lambda a, ins, outs: _numel(ins[2]) * (2 * _itemsize(ins[1]) + 16)
-      + _itemsize(ins[1]))
+      differentiable=(), flops=lambda a, ins, outs: 5 * numel(ins[1]),
+      workspace=lambda a, ins, outs: numel(ins[2]) * (2 * itemsize(ins[1]) + 16)
+      + itemsize(ins[1]))
 
 
 def softmax_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
@@ -290,12 +282,12 @@ def _mse_grad(attrs, ins, outs, g):
 
 
 defop("mse", infer=_mse_infer, forward=_mse_fw, grad=_mse_grad,
-      flops=lambda a, ins, outs: 3 * _numel(ins[0]),
-      workspace=lambda a, ins, outs: _numel(ins[0]) * _itemsize(ins[0]))
+      flops=lambda a, ins, outs: 3 * numel(ins[0]),
+      workspace=lambda a, ins, outs: numel(ins[0]) * itemsize(ins[0]))
 defop("mse_grad", infer=lambda a, g, p, t: [(p.shape, p.dtype)], forward=_mse_grad_fw,
       inplace=((0, 1), (0, 2)), differentiable=(),
-      flops=lambda a, ins, outs: 2 * _numel(ins[1]),
-      workspace=lambda a, ins, outs: _itemsize(ins[1]))
+      flops=lambda a, ins, outs: 2 * numel(ins[1]),
+      workspace=lambda a, ins, outs: itemsize(ins[1]))
 
 
 def mse(pred: Tensor, target: Tensor) -> Tensor:
@@ -387,10 +379,10 @@ def _ln_grad_infer(attrs, dy, x, gamma, mean, rstd):
 
 
 defop("layer_norm", infer=_ln_infer, forward=_ln_fw, grad=_ln_grad,
-      flops=lambda a, ins, outs: 8 * _numel(ins[0]))
+      flops=lambda a, ins, outs: 8 * numel(ins[0]))
 defop("layer_norm_grad", infer=_ln_grad_infer, forward=_ln_grad_fw, inplace=((0, 1),),
-      differentiable=(), flops=lambda a, ins, outs: 12 * _numel(ins[0]),
-      workspace=lambda a, ins, outs: (_numel(ins[0]) + 2 * _numel(ins[3])) * _itemsize(ins[0]))
+      differentiable=(), flops=lambda a, ins, outs: 12 * numel(ins[0]),
+      workspace=lambda a, ins, outs: (numel(ins[0]) + 2 * numel(ins[3])) * itemsize(ins[0]))
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
@@ -438,7 +430,7 @@ def _bn_grad_fw(ctx, attrs, ins, outs):
     # mean(dy * xh) = dgamma / m: only per-channel scratch, xh is recomputed from x.
     xp, (dy, x, gamma, mean, rstd), (dx, dgamma, dbeta) = ctx.xp, ins, outs
     axes, bshape = _bn_layout(x.shape)
-    m = x.dtype.type(_numel(x) // x.shape[1])
+    m = x.dtype.type(numel(x) // x.shape[1])
     mu, rs = mean.reshape(bshape), rstd.reshape(bshape)
     k = ctx.scratch(bshape, x.dtype)
     xp.sum(dy, axis=axes, out=dbeta)
@@ -461,10 +453,10 @@ _bn_grad = _norm_grad("batch_norm_grad")
 
 
 defop("batch_norm", infer=_bn_infer, forward=_bn_fw, grad=_bn_grad,
-      flops=lambda a, ins, outs: 8 * _numel(ins[0]))
+      flops=lambda a, ins, outs: 8 * numel(ins[0]))
 defop("batch_norm_grad", infer=_ln_grad_infer, forward=_bn_grad_fw, differentiable=(),
-      flops=lambda a, ins, outs: 12 * _numel(ins[0]),
-      workspace=lambda a, ins, outs: ins[1].shape[1] * _itemsize(ins[1]))
+      flops=lambda a, ins, outs: 12 * numel(ins[0]),
+      workspace=lambda a, ins, outs: ins[1].shape[1] * itemsize(ins[1]))
 
 
 def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
@@ -515,7 +507,7 @@ defop("embedding", infer=_emb_infer, forward=_emb_fw, differentiable=(1,),
       flops=lambda a, ins, outs: 0)
 defop("embedding_grad", infer=lambda a, dy, ids: [((a["vocab"], dy.shape[-1]), dy.dtype)],
       forward=_emb_grad_fw, differentiable=(),
-      flops=lambda a, ins, outs: _numel(ins[0]))
+      flops=lambda a, ins, outs: numel(ins[0]))
 
 
 def embedding(ids: Tensor, table: Tensor) -> Tensor:
@@ -592,7 +584,7 @@ def _dropout_apply(ctx, attrs, x, out) -> None:
 def _dropout_ws(attrs, ins, outs) -> int:
     if attrs["p"] == 0:
         return 0
-    return min(_numel(ins[0]), _CHUNK) * (8 + 8 + 1 + 8)
+    return min(numel(ins[0]), _CHUNK) * (8 + 8 + 1 + 8)
 
 
 def _dropout_infer(attrs, x):
@@ -606,11 +598,11 @@ defop("dropout", infer=_dropout_infer, inplace=((0, 0),),
       forward=lambda ctx, a, ins, outs: _dropout_apply(ctx, a, ins[0], outs[0]),
       grad=lambda a, ins, outs, g: [apply1("dropout_grad", [g[0]],
                                            {k: a[k] for k in _DROPOUT_ATTRS})],
-      flops=lambda a, ins, outs: 12 * _numel(ins[0]), workspace=_dropout_ws)
+      flops=lambda a, ins, outs: 12 * numel(ins[0]), workspace=_dropout_ws)
 # The gradient is the same masked scaling, regenerated from the forward node's key.
 defop("dropout_grad", infer=_dropout_infer, inplace=((0, 0),), differentiable=(),
       forward=lambda ctx, a, ins, outs: _dropout_apply(ctx, a, ins[0], outs[0]),
-      flops=lambda a, ins, outs: 12 * _numel(ins[0]), workspace=_dropout_ws)
+      flops=lambda a, ins, outs: 12 * numel(ins[0]), workspace=_dropout_ws)
 
 
 def dropout(x: Tensor, p: float, seed: int = 0, name: str | None = None) -> Tensor:

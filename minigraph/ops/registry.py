@@ -20,13 +20,20 @@ from ..graph import Tensor, make_call
 Spec = tuple[tuple[int, ...], str]  # (shape, dtype) of one output
 
 
-def _numel(t: Any) -> int:
+def numel(t: Any) -> int:
+    """Number of elements of a tensor or array (anything with a `shape`); the one copy
+    that every op's flops and workspace rules use."""
     return int(np.prod(t.shape, dtype=np.int64))
+
+
+def itemsize(t: Any) -> int:
+    """Bytes of one element of a tensor or array (anything with a `dtype`)."""
+    return np.dtype(t.dtype).itemsize
 
 
 def default_flops(attrs: dict, ins: Sequence[Any], outs: Sequence[Any]) -> int:
     """One operation per output element: right for elementwise ops."""
-    return sum(_numel(o) for o in outs)
+    return sum(numel(o) for o in outs)
 
 
 def no_workspace(attrs: dict, ins: Sequence[Any], outs: Sequence[Any]) -> int:

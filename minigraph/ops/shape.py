@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..graph import Tensor
-from .registry import apply1, defop, shape_error
+from .registry import apply1, defop, numel, shape_error
 
 
 def _norm_axes(op: str, x, axis) -> tuple[int, ...]:
@@ -69,7 +69,7 @@ def mul_scalar_(x, c):
 
 
 def _in_elems(attrs, ins, outs):
-    return int(np.prod(ins[0].shape, dtype=np.int64))
+    return numel(ins[0])
 
 
 defop("sum", infer=_reduce_infer("sum"), forward=_reduce_fw("sum"), grad=_sum_grad,
@@ -124,7 +124,7 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 def _reshape_infer(attrs, x):
     shape = list(attrs["shape"])
-    n = int(np.prod(x.shape, dtype=np.int64))
+    n = numel(x)
     if shape.count(-1) > 1:
         raise shape_error("reshape", [x], "at most one -1 in the new shape")
     if -1 in shape:

@@ -9,7 +9,7 @@ and DTR never replays it.
 from __future__ import annotations
 
 from ..graph import Tensor, add_control_deps, check_same_dtype, node_role
-from .registry import apply1, defop, shape_error
+from .registry import apply1, defop, itemsize, numel, shape_error
 
 
 def _sgd_infer(attrs, w, dw):
@@ -27,18 +27,12 @@ def _sgd_fw(ctx, attrs, ins, outs):
 
 
 defop("sgd_update", infer=_sgd_infer, forward=_sgd_fw, inplace=((0, 0),), stateful=True,
-      differentiable=(), flops=lambda a, i, o: 2 * _numel(o[0]),
+      differentiable=(), flops=lambda a, i, o: 2 * numel(o[0]),
       workspace=lambda a, ins, outs: _nbytes(ins[1]))
 
 
-def _numel(t) -> int:
-    import numpy as np
-    return int(np.prod(t.shape, dtype=np.int64))
-
-
 def _nbytes(t) -> int:
-    import numpy as np
-    return _numel(t) * np.dtype(t.dtype).itemsize
+    return numel(t) * itemsize(t)
 
 
 def sgd_update(w: Tensor, dw: Tensor, lr: float, readers: list[Tensor] = ()) -> Tensor:

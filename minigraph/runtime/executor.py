@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 
 from ..backend import array_module, resolve_device, to_numpy
-from ..errors import DeviceError, FeedError, GraphError
+from ..errors import DeviceError, FeedError
 from ..graph import Graph
+from ..memory.api import MemoryReport
 from ..memory.plan import MemoryPlan
-from ..ops.registry import KernelContext, get_op, workspace_of
+from ..ops.registry import workspace_of
+from .kernels import kernel_context, run_kernel
 
 
 @dataclass
@@ -59,10 +61,13 @@ class Executor:
     plan does (a wrong answer, silently); never for real work.
     """
 
-    def __init__(self, graph: Graph, plan: MemoryPlan | Any | None = None,
+    def __init__(self, graph: Graph, plan: MemoryPlan | MemoryReport | None = None,
                  device: str = "auto", seed: int = 0, validate: bool = True):
-        if plan is not None and hasattr(plan, "plan"):   # a MemoryReport is fine too
+        if isinstance(plan, MemoryReport):
             plan = plan.plan
+        elif plan is not None and not isinstance(plan, MemoryPlan):
+            raise TypeError(f"Executor takes a MemoryPlan, a MemoryReport or None, not "
+                            f"{type(plan).__name__} (plan_memory(graph, options) makes one)")
         self.graph, self.plan, self.seed = graph, plan, seed
         self.device = resolve_device(device)
         self.xp = array_module(self.device)
@@ -101,31 +106,6 @@ class Executor:
                 self._own.append((t.name, t.shape, t.dtype))
         self._steps: list[tuple[Any, dict, int]] | None = None   # filled on the first run
 
-    # Feeds ---------------------------------------------------------------------------------
-    def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
-        g = self.graph
-        wanted = self._wanted
-        unknown = sorted(set(feeds) - set(wanted))
-        if unknown:
-            raise FeedError(f"unknown feed {unknown[0]!r}: {g.name} takes "
-                            f"{', '.join(sorted(wanted))}")
-        missing = sorted(set(wanted) - set(feeds))
-        if missing:
-            hint = " (mg.init_params(graph) makes parameter values)" if any(
-                wanted[m].kind == "param" for m in missing) else ""
-            raise FeedError(f"missing feed {missing[0]!r} {wanted[missing[0]].spec()} "
-                            f"{wanted[missing[0]].dtype}{hint}")
-        for name, v in feeds.items():
-            t = wanted[name]
-            shape = tuple(getattr(v, "shape", np.shape(v)))
-            dtype = np.dtype(getattr(v, "dtype", np.asarray(v).dtype))
-            if shape != t.shape:
-                raise FeedError(f"feed {name!r}: expected shape {list(t.shape)}, "
-                                f"got {list(shape)}")
-            if dtype != np.dtype(t.dtype):
-                raise FeedError(f"feed {name!r}: expected dtype {t.dtype}, got {dtype} "
-                                f"(convert with .astype('{t.dtype}'))")
-
     # Storage ------------------------------------------------------------------------------
     def _storage(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], int, int]:
         """Arrays for every tensor: arena views for planned ones, own buffers otherwise."""
@@ -159,7 +139,7 @@ class Executor:
         """Run once. Feeds by name (a dict and/or keywords); returns the graph outputs as
         host arrays. `step` keys dropout's random stream; `measure` records the peak."""
         feeds = {**(feeds or {}), **kw}
-        self._check_feeds(feeds)
+        check_feeds(self.graph, feeds)
         measuring = measure and self.device == "cpu"
         steps = self._kernel_steps()
         # Measuring on NumPy: tracemalloc sees array data *and* Python objects (array
@@ -204,7 +184,7 @@ class Executor:
         `step()` runs with no allocation and no host transfer; each step writes the new
         parameter values over the parameters, as a training loop on a device does."""
         feeds = {**(feeds or {}), **kw}
-        self._check_feeds(feeds)
+        check_feeds(self.graph, feeds)
         self._resident, _, _ = self._storage(feeds)
 
     def step(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0) -> dict[str, Any]:
@@ -239,24 +219,46 @@ class Executor:
         most = 0
         xp, seed = self.xp, self.seed
         peak = 0
-        for k, (node, attrs, declared) in enumerate(self._kernel_steps()):
-            ctx = KernelContext(xp, node.name, step, seed)
+        for k, (node, _attrs, declared) in enumerate(self._kernel_steps()):
+            ctx = kernel_context(xp, node, step, seed)
             if extras is not None:
                 before, so_far = tracemalloc.get_traced_memory()
                 peak = max(peak, so_far)
                 tracemalloc.reset_peak()
-            try:
-                get_op(node.op).forward(ctx, attrs, [arrays[i] for i in node.inputs],
-                                        [arrays[o] for o in node.outputs])
-            except Exception as e:
-                raise GraphError(f"kernel of {node.op} failed at node {node.name} "
-                                 f"({', '.join(node.inputs)}): {e}") from e
+            run_kernel(node, [arrays[i] for i in node.inputs],
+                       [arrays[o] for o in node.outputs], ctx)
             most = max(most, declared, ctx.workspace_bytes)
             if extras is not None:
                 top = tracemalloc.get_traced_memory()[1]
                 peak = max(peak, top)
                 extras[k] = max(0, top - before - max(declared, ctx.workspace_bytes))
         return most, (peak if extras is not None else None)
+
+
+def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> None:
+    """FeedError unless `feeds` holds exactly the graph's inputs and parameters, each of
+    its shape and dtype (the message names the feed and what was expected)."""
+    wanted = {t.name: t for t in graph.leaves("input", "param")}
+    unknown = sorted(set(feeds) - set(wanted))
+    if unknown:
+        raise FeedError(f"unknown feed {unknown[0]!r}: {graph.name} takes "
+                        f"{', '.join(sorted(wanted))}")
+    missing = sorted(set(wanted) - set(feeds))
+    if missing:
+        hint = " (mg.init_params(graph) makes parameter values)" if any(
+            wanted[m].kind == "param" for m in missing) else ""
+        raise FeedError(f"missing feed {missing[0]!r} {wanted[missing[0]].spec()} "
+                        f"{wanted[missing[0]].dtype}{hint}")
+    for name, v in feeds.items():
+        t = wanted[name]
+        shape = tuple(getattr(v, "shape", np.shape(v)))
+        dtype = np.dtype(getattr(v, "dtype", np.asarray(v).dtype))
+        if shape != t.shape:
+            raise FeedError(f"feed {name!r}: expected shape {list(t.shape)}, "
+                            f"got {list(shape)}")
+        if dtype != np.dtype(t.dtype):
+            raise FeedError(f"feed {name!r}: expected dtype {t.dtype}, got {dtype} "
+                            f"(convert with .astype('{t.dtype}'))")
 
 
 def _numpy_traced_bytes() -> int:
@@ -266,22 +268,4 @@ def _numpy_traced_bytes() -> int:
     return sum(t.size for t in snap.traces)
 
 
-def init_params(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
-    """Initial values of every parameter of `graph`, from each parameter's `init`."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for t in graph.leaves("param"):
-        init, scale = t.init if t.init is not None else ("normal", None)
-        if not isinstance(init, str):
-            out[t.name] = np.asarray(init, dtype=t.dtype).copy()
-        elif init == "zeros":
-            out[t.name] = np.zeros(t.shape, t.dtype)
-        elif init == "ones":
-            out[t.name] = np.ones(t.shape, t.dtype)
-        else:
-            fan_in = int(np.prod(t.shape[:-1])) if len(t.shape) > 1 else t.shape[0]
-            s = scale if scale is not None else 1.0 / np.sqrt(max(fan_in, 1))
-            draw = rng.standard_normal(t.shape) if init == "normal" else \
-                rng.uniform(-1, 1, t.shape)
-            out[t.name] = (draw * s).astype(t.dtype)
-    return out
+from ..feeds import init_params  # noqa: E402,F401  (re-exported; lives in minigraph.feeds)

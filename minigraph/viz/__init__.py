@@ -1,38 +1,22 @@
-"""Pictures of graphs, plans and runs. Submodules load on first use (graphviz, matplotlib
-and ipywidgets are only needed by the one that draws with them):
+"""Pictures of graphs, plans and runs. Each module draws the records it is given (the
+experiments layer computes them); graphviz, matplotlib and ipywidgets are imported by the
+function that draws with them, so `import minigraph.viz` needs none of them:
 
 - `minigraph.viz.draw`: graphviz drawing of a graph (forward / backward / update nodes);
-- `minigraph.viz.plots`: matplotlib plots of liveness, plans and memory saved;
+- `minigraph.viz.plots`: matplotlib plots of liveness, plans, techniques and DTR sweeps;
+- `minigraph.viz.allocators`: pictures of the online allocators and their fragmentation;
 - `minigraph.viz.widget`: the notebook widget with a toggle for every technique.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-_SUBMODULES = ("draw", "plots", "widget")
-
-
-def __getattr__(name: str) -> Any:
-    """`viz.draw`, `viz.plots`, `viz.widget` import their module; any other name is looked
-    up in plots, then widget (so `viz.some_plot(...)` works without importing matplotlib
-    at `import minigraph`)."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    if name.startswith("_"):
-        raise AttributeError(name)
-    for sub in ("plots", "widget"):
-        try:
-            mod = importlib.import_module(f"{__name__}.{sub}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{sub}":
-                raise
-            continue
-        if hasattr(mod, name):
-            return getattr(mod, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_SUBMODULES))
+from . import allocators, draw, plots, widget  # noqa: F401
+from .plots import (  # noqa: F401
+    layout_rects,
+    placement_rects,
+    plot_comparison,
+    plot_dtr_sweep,
+    plot_layout,
+    plot_placement,
+    plot_timeline,
+    timeline,
+)
+from .widget import MemoryExplorer, memory_widget  # noqa: F401

@@ -17,7 +17,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from ..graph import Graph, _fmt_bytes
+from ..graph import Graph, fmt_bytes
 
 # Role -> (shape, fill colour, outline colour) of op nodes.
 NODE_STYLE = {
@@ -64,7 +64,7 @@ def _node_label(node: Any, show_tensors: bool) -> str:
 
 
 def _tensor_label(t: Any, plan: Any = None) -> str:
-    label = f"{t.name}\\n{_shape(t.shape)} {t.dtype}\\n{_fmt_bytes(t.nbytes)}"
+    label = f"{t.name}\\n{_shape(t.shape)} {t.dtype}\\n{fmt_bytes(t.nbytes)}"
     if t.alias_of:
         label += f"\\nover {t.alias_of}"
     if plan is not None and t.name in getattr(plan, "offsets", {}):
@@ -303,3 +303,16 @@ class DotSource:
                                             "(pip install graphviz; and apt-get install "
                                             "graphviz or conda install graphviz for `dot`); "
                                             "DOT source:")
+
+
+def register_notebook_display() -> None:
+    """Show a `Graph` as its drawing in IPython. The graph (core) knows nothing of drawing;
+    the face of the package (`minigraph/__init__.py`) calls this once on import."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is not None:
+        ip.display_formatter.mimebundle_formatter.for_type(
+            Graph, lambda g: draw(g)._repr_mimebundle_())

@@ -1,37 +1,34 @@
 """Pictures of a memory plan: a timeline, a layout, a comparison. Each returns a Figure.
 
-The plots read plans and reports; they never plan. Three pictures:
+The plots read plans, reports and rows; they never plan. Three pictures:
 
 - `plot_timeline`: bytes alive at each step, stacked by kind (PyTorch memory_viz's
   "Active Memory Timeline" in spirit), with the no-reuse curve, this plan's arena and the
   theoretical minimum as lines.
 - `plot_layout`: every planned tensor as a rectangle, x = its life, y = its offset in the
-  arena: the 2D strip-packing picture of seed 002 (Chainer-Opt's figure 1).
+  arena: the 2D strip-packing picture of Chainer-Opt [Sekiyama 2018, fig. 1].
   `plot_placement(buffers, offsets)` draws the same picture for a bare buffer problem
-  (the seeds' worked examples, DSA instances).
-- `plot_comparison`: bytes per technique, the saving written on each bar.
+  (the source articles' worked examples, DSA instances).
+- `plot_comparison`: bytes per technique, the saving written on each bar, from the rows
+  of `minigraph.experiments.techniques.compare_techniques`; `plot_dtr_sweep` draws DTR's
+  sweep rows (`minigraph.experiments.techniques.dtr_sweep`).
 
-`compare_techniques(graph)` makes the comparison's rows: one per planner of the
-`PLANNERS` registry (so a new planner is one more bar), plus the reference points;
-`dtr_row` and `dtr_sweep` / `plot_dtr_sweep` add the dynamic technique (DTR) when
-`minigraph.runtime.dtr` is there. The numbers behind each picture are plain data too
-(`timeline`, `layout_rects`), which is what the tests check. Figures are
-`matplotlib.figure.Figure`s (no pyplot state), saved as PNG or SVG, so they show on GitHub
-and nbviewer.
+The numbers behind each picture are plain data too (`timeline`, `layout_rects`), which is
+what the tests check. Figures are `matplotlib.figure.Figure`s (no pyplot state), saved as
+PNG or SVG, so they show on GitHub and nbviewer.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..graph import Graph
-from ..memory.api import MemoryOptions, MemoryReport, plan_memory
+from ..experiments.techniques import TechniqueRow
+from ..graph import Graph, fmt_bytes
+from ..memory.api import MemoryReport
 from ..memory.buffers import Buffer, live_bytes_per_step
 from ..memory.plan import MemoryPlan
-from ..memory.planners import PLANNERS
 
 # Bands of the timeline, bottom to top: what is never reused, then what planning shares.
 BANDS = ("parameters & inputs", "outputs", "activations", "gradients", "workspace")
@@ -41,25 +38,8 @@ KIND_BAND = {"param": "parameters & inputs", "input": "parameters & inputs",
 COLORS = {"parameters & inputs": "#9e9e9e", "outputs": "#6a3d9a", "activations": "#1f77b4",
           "gradients": "#ff7f0e", "workspace": "#2ca02c"}
 
-# Planners that may run for seconds (a progress bar in the widget, opt-in in comparisons).
-SLOW_PLANNERS = ("ilp", "anneal")
-
-# How each registry entry is named on a bar; an entry missing here shows its own name.
-LABELS = {"none": "no reuse", "refcount": "refcount (MXNet)", "ge": "GE two-level",
-          "ge-max": "GE max-block", "ge-binary": "GE binary-block",
-          "ge-hybrid": "GE hybrid", "bestfit": "best-fit (Chainer-Opt)",
-          "greedy-size": "greedy by size", "anneal": "annealing (DSA-SA)",
-          "ilp": "ILP (optimal layout)"}
 FAMILY_COLORS = {"baseline": "#9e9e9e", "in-place": "#8c564b", "block": "#1f77b4",
                  "offset": "#2ca02c", "colouring": "#9467bd", "dynamic": "#d62728"}
-
-
-def _family(name: str) -> str:
-    if name == "none":
-        return "baseline"
-    if name == "refcount" or name.startswith("ge"):
-        return "block"
-    return "offset"
 
 
 # ---------------------------------------------------------------------------------------
@@ -68,18 +48,13 @@ def _family(name: str) -> str:
 
 def byte_unit(n: float) -> tuple[str, float]:
     """The unit to label an axis whose largest value is `n` bytes: (name, divisor).
-    Below 16 KiB plain bytes (the seeds' worked examples quote bytes)."""
+    Below 16 KiB plain bytes (the source articles' worked examples quote bytes)."""
     if n < 16 * 2 ** 10:
         return "B", 1.0
     for name, div in (("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20)):
         if n >= div:
             return name, div
     return "KiB", 2.0 ** 10
-
-
-def fmt_bytes(n: float) -> str:
-    name, div = byte_unit(abs(n))
-    return f"{n:.0f} B" if div == 1 else f"{n / div:.2f} {name}"
 
 
 def _new_axes(ax: Any, size: tuple[float, float]) -> tuple[Any, Any]:
@@ -318,7 +293,7 @@ def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str =
     minimum = report.theoretical_minimum if report is not None else \
         max(live_bytes_per_step(plan_.buffers(), plan_.liveness.steps), default=0)
     shared = sum(1 for r in rects if r.block >= 0)
-    title = title or (f"Layout ({plan_.strategy}): {len(rects)} tensors, {shared} share "
+    title = title or (f"Layout ({plan_.planner}): {len(rects)} tensors, {shared} share "
                       f"bytes, {len(plan_.inplace)} in place")
     return draw_rects(rects, plan_.arena_bytes, minimum, plan_.liveness.steps, ax=ax,
                       color_by=color_by, labels=labels, title=title, legend=legend)
@@ -327,8 +302,8 @@ def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str =
 def plot_placement(buffers: Sequence[Buffer], offsets: Any, ax: Any = None,
                    title: str | None = None, color_by: str = "block", labels: int = 24,
                    legend: bool = True):
-    """A bare buffer problem and its offsets as seed 002's strip-packing picture (the
-    seed examples and DSA instances, which have no graph). `offsets`: dict or Placement."""
+    """A bare buffer problem and its offsets as Chainer-Opt's strip-packing picture [Sekiyama 2018]
+    (the worked examples and DSA instances, which have no graph). `offsets`: dict or Placement."""
     from ..memory.buffers import arena_size, theoretical_minimum
     offsets = getattr(offsets, "offsets", offsets)
     rects = placement_rects(buffers, offsets)
@@ -419,105 +394,6 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
 # Comparison
 # ---------------------------------------------------------------------------------------
 
-@dataclass
-class TechniqueRow:
-    """One bar: a technique's bytes against no reuse and the theoretical minimum."""
-    label: str
-    technique: str
-    bytes: int
-    no_reuse_bytes: int
-    theoretical_minimum: int
-    seconds: float = 0.0
-    family: str = "block"
-    note: str = ""
-    options: MemoryOptions | None = None
-    report: MemoryReport | None = field(default=None, repr=False)
-
-    @property
-    def saved_percent(self) -> float:
-        n = self.no_reuse_bytes
-        return 100.0 * (n - self.bytes) / n if n else 0.0
-
-    @property
-    def ratio_to_minimum(self) -> float:
-        m = self.theoretical_minimum
-        return self.bytes / m if m else 1.0
-
-    def __str__(self) -> str:
-        return (f"{self.label:34} {fmt_bytes(self.bytes):>12}  saved {self.saved_percent:5.1f}%"
-                f"  x{self.ratio_to_minimum:.3f} of minimum  {self.seconds * 1000:7.1f} ms"
-                + (f"  {self.note}" if self.note else ""))
-
-
-FAMILY_ORDER = ("baseline", "in-place", "block", "colouring", "offset", "dynamic")
-
-
-def technique_options(base: MemoryOptions | None = None, planners: Iterable[str] | None = None,
-                      slow: bool = True, time_limit: float | None = None
-                      ) -> list[tuple[str, str, str, MemoryOptions]]:
-    """(label, technique, family, options) of every bar: no reuse, in-place alone, each
-    registered planner under `base`'s switches, and 2-colour refcount (parallel-safe).
-    `time_limit` (seconds) goes to the ILP alone."""
-    base = base or MemoryOptions(inplace=True)
-    names = list(planners) if planners is not None else [
-        p for p in PLANNERS if p != "none" and (slow or p not in SLOW_PLANNERS)]
-    out = [("no reuse", "none", "baseline",
-            base.replace(sharing="none", inplace=False, colors=1, planner_args={}))]
-    out.append(("in-place only", "none+inplace", "in-place",
-                base.replace(sharing="none", inplace=True, colors=1, planner_args={})))
-    suffix = " + in-place" if base.inplace else ""
-    for p in names:
-        args = dict(base.planner_args)
-        if p == "ilp" and time_limit is not None:
-            args["time_limit"] = time_limit
-        out.append((LABELS.get(p, p) + suffix, p, _family(p),
-                    base.replace(sharing=p, planner_args=args)))
-    if "refcount" in PLANNERS and base.colors == 1 and "refcount" in names:
-        out.append((f"refcount, 2 colours{suffix}", "refcount+colors", "colouring",
-                    base.replace(sharing="refcount", colors=2)))
-    rank = {f: k for k, f in enumerate(FAMILY_ORDER)}
-    return sorted(out, key=lambda row: rank.get(row[2], len(rank)))   # stable within family
-
-
-Progress = Callable[[int, int, str], None]
-
-
-def compare_techniques(graph: Graph, options: MemoryOptions | None = None,
-                       planners: Iterable[str] | None = None, slow: bool = True,
-                       time_limit: float | None = None,
-                       dtr_budget: int | float | None = None,
-                       progress: Progress | None = None,
-                       plan: Callable[..., MemoryReport] | None = None) -> list[TechniqueRow]:
-    """One row per technique, each from `mg.plan_memory(graph, options)`.
-
-    `options` gives the shared switches (order, in-place, alignment, colours);
-    `slow=False` leaves out the planners of `SLOW_PLANNERS`; `time_limit` bounds the ILP;
-    `dtr_budget` (bytes, or a float <= 1: a fraction of DTR's no-rematerialisation
-    peak) adds DTR's bar (`dtr_row`). `progress(i, n, label)`
-    is called before each row (the widget's progress bar).
-    """
-    plan = plan or plan_memory
-    todo = technique_options(options, planners, slow, time_limit)
-    n = len(todo) + (dtr_budget is not None)
-    rows: list[TechniqueRow] = []
-    for i, (label, tech, family, opts) in enumerate(todo):
-        if progress is not None:
-            progress(i, n, label)
-        rep = plan(graph, opts)
-        rows.append(TechniqueRow(label, tech, rep.arena_bytes, rep.no_reuse_bytes,
-                                 rep.theoretical_minimum, rep.seconds, family,
-                                 rep.plan.note, opts, rep))
-    if dtr_budget is not None:
-        if progress is not None:
-            progress(len(todo), n, "DTR")
-        rows.append(dtr_row(graph, dtr_budget, options,
-                            min(r.theoretical_minimum for r in rows),
-                            rows[0].no_reuse_bytes))
-    if progress is not None:
-        progress(n, n, "done")
-    return rows
-
-
 def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | None = None):
     """Horizontal bars of bytes per technique, the saving against no reuse on each bar, and
     the theoretical minimum (of the first row's schedule) as a dashed line."""
@@ -552,88 +428,75 @@ def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | N
 # DTR (the dynamic technique): a bar at one budget, and the sweep over budgets
 # ---------------------------------------------------------------------------------------
 
-def dtr_available() -> bool:
-    """Whether the DTR runtime (`minigraph.runtime.dtr`) is installed."""
-    try:
-        import minigraph.runtime.dtr  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _dtr_kw(graph: Graph, options: MemoryOptions | None) -> dict:
-    """DTR runs the same schedule and alignment as the static plans it is compared with."""
-    from ..memory.orders import schedule
-    options = options or MemoryOptions()
-    return {"schedule": schedule(graph, options.order), "alignment": options.alignment}
-
-
-def dtr_row(graph: Graph, budget: int | float, options: MemoryOptions | None = None,
-            minimum: int = 0, no_reuse_bytes: int | None = None,
-            heuristic: str = "dtr") -> TechniqueRow:
-    """DTR's bar: the arena it is given (`budget` bytes, or a float <= 1: that fraction of
-    the total no-rematerialisation peak, parameters and inputs included, as in the DTR
-    paper), with the compute it pays in the note. Simulated mode (op costs, no kernels).
-    A budget DTR cannot finish in (below the smallest that can work, or thrashing) gives
-    a row whose note says so, not an exception.
-
-    DTR's arena also holds each op's workspace, which the static plans leave out."""
-    from ..errors import BudgetError, ThrashError
-    from ..runtime.dtr import budget_bounds, simulate
-    kw = _dtr_kw(graph, options)
-    t0 = time.perf_counter()
-    ratio = isinstance(budget, float) and budget <= 1
-    label = f"DTR at {budget:.0%} budget" if ratio else f"DTR at {fmt_bytes(int(budget))}"
-    if no_reuse_bytes is None:
-        no_reuse_bytes = plan_memory(graph, options or MemoryOptions()).no_reuse_bytes
-    try:
-        trace = simulate(graph, ratio=budget, heuristic=heuristic, **kw) if ratio else \
-            simulate(graph, budget=int(budget), heuristic=heuristic, **kw)
-    except (BudgetError, ThrashError) as e:
-        arena = int(budget) if not ratio else \
-            max(0, budget_bounds(graph, **kw).arena_budget(float(budget)))
-        what = "thrashes" if isinstance(e, ThrashError) else "cannot run"
-        return TechniqueRow(label, "dtr", arena, no_reuse_bytes, minimum,
-                            time.perf_counter() - t0, "dynamic",
-                            f"{what}: {str(e)[:120]}", None, None)
-    return TechniqueRow(label, "dtr", trace.budget, no_reuse_bytes, minimum,
-                        time.perf_counter() - t0, "dynamic",
-                        f"compute x{trace.overhead:.2f}", None, None)
-
-
-def dtr_sweep(graph: Graph, ratios: Sequence[float] | None = None,
-              options: MemoryOptions | None = None, heuristics: Sequence[str] = ("dtr",),
-              progress: Progress | None = None) -> list[Any]:
-    """DTR at each budget ratio of the total peak (default: 1.0 down to its lower bound,
-    8 points), one `SweepRow` each (`minigraph.runtime.dtr.sweep`); a run that thrashes
-    or cannot fit is a row with that status and its message; `progress(i, n, label)`."""
-    from ..errors import BudgetError, ThrashError
-    from ..runtime.dtr import budget_bounds, sweep
-    from ..runtime.dtr.sweep import SweepRow
-    kw = _dtr_kw(graph, options)
-    if ratios is None:
-        b = budget_bounds(graph, **kw)
-        low = (b.lower + b.external) / b.total if b.total else 1.0
-        ratios = [1.0 - k * (1.0 - low) / 7 for k in range(8)]
-    cb = None
-    if progress is not None:
-        def cb(done: int, total: int, row: Any) -> None:
-            progress(done, total, f"DTR {row.heuristic} at {row.ratio:.0%}")
-    try:
-        return sweep(graph, list(ratios), list(heuristics), progress=cb, **kw)
-    except (BudgetError, ThrashError) as e:
-        status = "thrash" if isinstance(e, ThrashError) else "budget"
-        return [SweepRow(graph.name, h, r, 0, "sim", status, error=str(e)[:200])
-                for h in heuristics for r in ratios]
-
-
 def plot_dtr_sweep(rows: Sequence[Any], chosen: float | None = None, ax: Any = None,
                    title: str | None = None):
     """Compute overhead against budget (the DTR paper's picture), `chosen` ratio marked."""
-    from ..runtime.dtr.sweep import plot_sweep
     fig, ax = _new_axes(ax, (9, 3.2))
     plot_sweep(rows, ax=ax, title=title or "DTR: compute paid for a smaller budget")
     if chosen is not None:
         ax.axvline(chosen, color="#d62728", linewidth=1.2, label=f"budget {chosen:.0%}",
                    gid="chosen")
     return fig
+
+
+def plot_sweep(rows: Sequence[Any], static: Sequence[Any] = (), ax: Any = None,
+               title: str | None = None, ymax: float | None = None) -> Any:
+    """Compute overhead against budget ratio, one line per heuristic (the DTR paper's
+    figure [Kirisame 2021]) from `minigraph.experiments.dtr.sweep`'s rows; runs that
+    failed are marked with an x at the top. `static`: StaticResults (sqrt(n), checkmate)
+    drawn as points at their peak ratio. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    by: dict[str, list[Any]] = {}
+    for r in rows:
+        by.setdefault(r.heuristic, []).append(r)
+    ok_vals = [r.overhead for r in rows if r.status == "ok"] + [s.overhead for s in static]
+    top = ymax or (max(ok_vals) * 1.05 if ok_vals else 2.0)
+    for h, rs in by.items():
+        rs = sorted(rs, key=lambda r: r.ratio)
+        good = [r for r in rs if r.status == "ok"]
+        line, = ax.plot([r.ratio for r in good], [r.overhead for r in good], "o-", ms=4,
+                        label=h)
+        bad = [r for r in rs if r.status != "ok"]
+        if bad:
+            ax.plot([r.ratio for r in bad], [top] * len(bad), "x", color=line.get_color())
+    markers = {"sqrt(n)": "s", "checkmate": "*"}
+    of = rows[0].ratio_of if rows else "total"
+    for s in static:
+        x = s.total_ratio if of == "total" else s.ratio
+        ax.plot([x], [s.overhead], markers.get(s.method, "D"), ms=9, color="k",
+                mfc="none" if s.method == "sqrt(n)" else "gold", label=s.method)
+    handles, labels = ax.get_legend_handles_labels()
+    seen: dict[str, Any] = {}
+    for hd, lb in zip(handles, labels):
+        seen.setdefault(lb, hd)
+    ax.legend(seen.values(), seen.keys(), fontsize=8)
+    ax.set_xlabel("budget / no-rematerialisation peak" +
+                  (" (total: with parameters, inputs, outputs)" if of == "total" else
+                   " (arena only)"))
+    ax.set_ylabel("compute / base compute")
+    ax.set_ylim(0.95, top * 1.02)
+    ax.invert_xaxis()
+    ax.grid(alpha=0.3)
+    if title or rows:
+        ax.set_title(title or f"DTR on {rows[0].graph}")
+    return ax
+
+
+def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
+    """One DTR run (a `DTRTrace`): arena bytes in use against the runtime clock, with the
+    budget and the no-rematerialisation peak. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
+    if trace.timeline:
+        xs, ys = zip(*trace.timeline)
+        ax.step(xs, ys, where="post", lw=1, label="arena in use")
+    ax.axhline(trace.budget, color="r", ls="--", lw=1, label="budget")
+    ax.axhline(trace.peak, color="gray", ls=":", lw=1, label="no-remat peak")
+    ax.set_xlabel("clock (cost units)")
+    ax.set_ylabel("bytes")
+    ax.set_title(f"{trace.heuristic}: x{trace.overhead:.2f} compute")
+    ax.legend(loc="upper right", fontsize=8)
+    return ax

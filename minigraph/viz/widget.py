@@ -4,7 +4,7 @@ Two layers, so the logic is tested without a browser:
 
 - `MemoryExplorer` (no ipywidgets): from a `WidgetState` (the value of every control) it
   builds the graph, plans it with `mg.plan_memory`, compares every technique
-  (`plots.compare_techniques`), optionally runs DTR, and writes the headline
+  (`techniques.compare_techniques`), optionally runs DTR, and writes the headline
   "peak X MB -> Y MB, saved Z% (theoretical minimum W MB)" (MB here is 2**20 bytes,
   the MiB of the rest of minigraph's printouts). Same options, same numbers as a script.
 - `MemoryWidget` (an ipywidgets VBox): the controls, a progress bar for what takes long
@@ -21,10 +21,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import BudgetError, ThrashError
+from ..experiments import techniques
 from ..graph import Graph
 from ..memory.api import MemoryOptions, MemoryReport, plan_memory
 from ..memory.orders import ORDERS
 from ..memory.planners import PLANNERS
+from ..models import MODELS, get_model
 from . import plots
 
 try:
@@ -43,24 +45,20 @@ def _mb(n: float) -> str:
 
 
 def _models() -> Mapping[str, Callable[..., Any]]:
-    """The model zoo's registry, or nothing where `minigraph.models` is not installed."""
-    try:
-        from ..models import MODELS
-    except ImportError:
-        return {}
+    """The model zoo's registry (a function, so a test can offer another)."""
     return MODELS
 
 
 @dataclass(frozen=True)
 class WidgetState:
     """The value of every control. `dtr_budget` is a fraction of DTR's no-rematerialisation
-    peak; `slow` also compares the planners of `plots.SLOW_PLANNERS` (ILP, annealing);
+    peak; `slow` also compares the planners of `techniques.SLOW_PLANNERS` (ILP, annealing);
     `time_limit` (seconds) bounds the ILP."""
     model: str = CUSTOM
     batch: int = 8
     order: str = "program"
     inplace: bool = True
-    sharing: str = "refcount"
+    planner: str = "refcount"
     colors: int = 1
     alignment: int = 512
     dtr: bool = False
@@ -77,8 +75,8 @@ class WidgetState:
 
     def options(self) -> MemoryOptions:
         """The `MemoryOptions` these controls stand for (what `mg.plan_memory` gets)."""
-        args = {"time_limit": self.time_limit} if self.sharing == "ilp" else {}
-        return MemoryOptions(inplace=self.inplace, sharing=self.sharing, colors=self.colors,
+        args = {"time_limit": self.time_limit} if self.planner == "ilp" else {}
+        return MemoryOptions(inplace=self.inplace, planner=self.planner, colors=self.colors,
                              order=self.order, alignment=self.alignment, planner_args=args)
 
 
@@ -88,8 +86,8 @@ class ExplorerResult:
     state: WidgetState
     graph: Graph
     report: MemoryReport
-    rows: list[plots.TechniqueRow]
-    dtr: plots.TechniqueRow | None = None
+    rows: list[techniques.TechniqueRow]
+    dtr: techniques.TechniqueRow | None = None
     sweep: list[Any] | None = None            # DTR at each budget ratio (when DTR is on)
     messages: list[str] = field(default_factory=list)
 
@@ -98,7 +96,7 @@ class ExplorerResult:
         return headline(self.report, self.dtr)
 
 
-def headline(report: MemoryReport, dtr: plots.TechniqueRow | None = None) -> str:
+def headline(report: MemoryReport, dtr: techniques.TechniqueRow | None = None) -> str:
     """"peak X MB -> Y MB, saved Z% (theoretical minimum W MB)" for the planned bytes."""
     text = (f"peak {_mb(report.no_reuse_bytes)} -> {_mb(report.arena_bytes)}, saved "
             f"{report.saved_percent:.1f}% (theoretical minimum "
@@ -136,14 +134,14 @@ class MemoryExplorer:
         self.initial = WidgetState(model=model, batch=batch or 8)
         self._graphs: dict[tuple[str, int], Graph] = {}
         self._reports: dict[tuple, MemoryReport] = {}
-        self._rows: dict[tuple, list[plots.TechniqueRow]] = {}
-        self._dtr: dict[tuple, plots.TechniqueRow] = {}
+        self._rows: dict[tuple, list[techniques.TechniqueRow]] = {}
+        self._dtr: dict[tuple, techniques.TechniqueRow] = {}
         self._sweeps: dict[tuple, list[Any]] = {}
 
     # The choices each control offers (registries, so a new technique is one more entry)
     def choices(self) -> dict[str, list]:
         return {"model": ([CUSTOM] if self.custom is not None else []) + list(self.models),
-                "batch": list(BATCHES), "order": list(ORDERS), "sharing": list(PLANNERS),
+                "batch": list(BATCHES), "order": list(ORDERS), "planner": list(PLANNERS),
                 "alignment": list(ALIGNMENTS), "colors": [1, 2, 3, 4]}
 
     def graph(self, state: WidgetState) -> Graph:
@@ -153,7 +151,6 @@ class MemoryExplorer:
             return self.custom
         key = (state.model, state.batch)
         if key not in self._graphs:
-            from ..models import get_model
             self._graphs[key] = get_model(state.model, batch=state.batch).graph
         return self._graphs[key]
 
@@ -170,57 +167,54 @@ class MemoryExplorer:
             self._reports[key] = plan_memory(graph, options)
         return self._reports[key]
 
-    def rows(self, state: WidgetState, progress: plots.Progress | None = None
-             ) -> list[plots.TechniqueRow]:
+    def rows(self, state: WidgetState, progress: techniques.Progress | None = None
+             ) -> list[techniques.TechniqueRow]:
         """One row per technique under this state's order, in-place, colours, alignment."""
         key = (*self._gkey(state), state.order, state.inplace, state.colors, state.alignment,
                state.slow, state.time_limit)
         if key not in self._rows:
             gkey = self._gkey(state)
-            self._rows[key] = plots.compare_techniques(
+            self._rows[key] = techniques.compare_techniques(
                 self.graph(state), state.options().replace(planner_args={}), slow=state.slow,
                 time_limit=state.time_limit, progress=progress,
                 plan=lambda g, o: self._plan_cached(g, o, gkey))
         return self._rows[key]
 
-    def dtr(self, state: WidgetState, report: MemoryReport) -> plots.TechniqueRow:
+    def dtr(self, state: WidgetState, report: MemoryReport) -> techniques.TechniqueRow:
         """DTR's bar at the state's budget ratio (raises BudgetError below its bound)."""
         key = (*self._gkey(state), state.order, state.alignment, state.dtr_budget)
         if key not in self._dtr:
-            self._dtr[key] = plots.dtr_row(self.graph(state), float(state.dtr_budget),
+            self._dtr[key] = techniques.dtr_row(self.graph(state), float(state.dtr_budget),
                                            state.options(), report.theoretical_minimum,
                                            report.no_reuse_bytes)
         return self._dtr[key]
 
-    def sweep(self, state: WidgetState, progress: plots.Progress | None = None) -> list[Any]:
-        """DTR from budget 100% down to its lower bound (`plots.dtr_sweep`), cached."""
+    def sweep(self, state: WidgetState, progress: techniques.Progress | None = None) -> list[Any]:
+        """DTR from budget 100% down to its lower bound (`techniques.dtr_sweep`), cached."""
         key = (*self._gkey(state), state.order, state.alignment)
         if key not in self._sweeps:
-            self._sweeps[key] = plots.dtr_sweep(self.graph(state), options=state.options(),
+            self._sweeps[key] = techniques.dtr_sweep(self.graph(state), options=state.options(),
                                                 progress=progress)
         return self._sweeps[key]
 
     def compute(self, state: WidgetState | None = None,
-                progress: plots.Progress | None = None) -> ExplorerResult:
+                progress: techniques.Progress | None = None) -> ExplorerResult:
         """Plan, compare and (if asked) run DTR for `state`."""
         state = state or self.initial
         graph = self.graph(state)
         if progress is not None:
-            progress(0, 1, f"{state.sharing} on {len(graph.nodes)} nodes")
+            progress(0, 1, f"{state.planner} on {len(graph.nodes)} nodes")
         report = self.report(state)
         rows = list(self.rows(state, progress))
         messages: list[str] = []
         dtr, sweep = None, None
         if state.dtr:
-            if not plots.dtr_available():
-                messages.append("DTR is not installed here (minigraph.runtime.dtr)")
-            else:
-                sweep = self.sweep(state, progress)
-                try:
-                    dtr = self.dtr(state, report)
-                    rows.append(dtr)
-                except (BudgetError, ThrashError) as e:
-                    messages.append(f"DTR at {state.dtr_budget:.0%}: {e}")
+            sweep = self.sweep(state, progress)
+            try:
+                dtr = self.dtr(state, report)
+                rows.append(dtr)
+            except (BudgetError, ThrashError) as e:
+                messages.append(f"DTR at {state.dtr_budget:.0%}: {e}")
         return ExplorerResult(state, graph, report, rows, dtr, sweep, messages)
 
     # Pictures ------------------------------------------------------------------------
@@ -262,7 +256,7 @@ def figure_bytes(fig: Any, fmt: str = "png", dpi: int = 80) -> bytes:
 class MemoryWidget(w.VBox if w is not None else object):
     """The explorer's controls, headline and pictures; every change re-plans.
 
-    `widget.set(sharing="ge", inplace=False)` moves the controls from code;
+    `widget.set(planner="ge", inplace=False)` moves the controls from code;
     `widget.result` is the last `ExplorerResult`, `widget.headline` its headline.
     """
 
@@ -279,8 +273,8 @@ class MemoryWidget(w.VBox if w is not None else object):
                                 style=style, layout=lay, disabled=st.model == CUSTOM)
         c["order"] = w.Dropdown(options=ch["order"], value=st.order, description="order",
                                 style=style, layout=lay)
-        c["sharing"] = w.Dropdown(options=ch["sharing"], value=st.sharing,
-                                  description="sharing", style=style, layout=lay)
+        c["planner"] = w.Dropdown(options=ch["planner"], value=st.planner,
+                                  description="planner", style=style, layout=lay)
         c["inplace"] = w.Checkbox(value=st.inplace, description="in-place",
                                   indent=False, layout=w.Layout(width="120px"))
         c["colors"] = w.IntSlider(value=st.colors, min=1, max=4, description="colours",
@@ -290,12 +284,11 @@ class MemoryWidget(w.VBox if w is not None else object):
         c["slow"] = w.Checkbox(value=st.slow, description="compare ILP & annealing",
                                indent=False, layout=w.Layout(width="200px"))
         c["dtr"] = w.Checkbox(value=st.dtr, description="DTR", indent=False,
-                              layout=w.Layout(width="120px"),
-                              disabled=not plots.dtr_available())
+                              layout=w.Layout(width="120px"))
         c["dtr_budget"] = w.FloatSlider(value=st.dtr_budget, min=0.05, max=1.0, step=0.05,
                                         description="DTR budget", readout_format=".0%",
                                         style=style, layout=lay, continuous_update=False,
-                                        disabled=not (st.dtr and plots.dtr_available()))
+                                        disabled=not st.dtr)
         for name, ctl in c.items():
             ctl.add_class(f"mg-control-{name}")
             ctl.observe(self._changed, names="value")
@@ -315,7 +308,7 @@ class MemoryWidget(w.VBox if w is not None else object):
         self.message = w.HTML("")
         rows = w.VBox([
             w.HBox([c["model"], c["batch"], c["order"]]),
-            w.HBox([c["sharing"], c["alignment"], c["colors"]]),
+            w.HBox([c["planner"], c["alignment"], c["colors"]]),
             w.HBox([c["inplace"], c["slow"], c["dtr"], c["dtr_budget"]]),
         ])
         super().__init__([rows, self.headline_html,
@@ -338,7 +331,7 @@ class MemoryWidget(w.VBox if w is not None else object):
         return self.result.headline if self.result is not None else ""
 
     def set(self, **values: Any) -> MemoryWidget:
-        """Move controls from code (one re-plan at the end), e.g. `set(sharing="ge")`."""
+        """Move controls from code (one re-plan at the end), e.g. `set(planner="ge")`."""
         WidgetState().replace(**values)          # names checked here
         self._busy = True
         try:
@@ -362,8 +355,8 @@ class MemoryWidget(w.VBox if w is not None else object):
         """Re-plan for the current controls and redraw everything."""
         st = self.state
         self.controls["batch"].disabled = st.model == CUSTOM
-        self.controls["dtr_budget"].disabled = not (st.dtr and plots.dtr_available())
-        slow = st.slow or st.sharing in plots.SLOW_PLANNERS or st.dtr
+        self.controls["dtr_budget"].disabled = not st.dtr
+        slow = st.slow or st.planner in techniques.SLOW_PLANNERS or st.dtr
         if slow:
             self.progress_box.layout.visibility = "visible"
         try:
@@ -405,7 +398,7 @@ def memory_widget(graph_or_model: Graph | str | Any = None, batch: int | None = 
                   **controls: Any):
     """A widget with a toggle for every memory technique on `graph_or_model` (a Graph, a
     zoo Model or a model name). Keywords set the controls' first values, e.g.
-    `memory_widget("resnet", batch=4, sharing="ge", order="ge")`."""
+    `memory_widget("resnet", batch=4, planner="ge", order="ge")`."""
     explorer = MemoryExplorer(graph_or_model, batch)
     state = explorer.initial.replace(**controls) if controls else explorer.initial
     if w is None:

@@ -1,8 +1,8 @@
 """Reference solution of assignment 2 (an offset planner). For instructors: keep it out
 of the students' repository. `MINIGRAPH_SOLUTION=<this file>` makes the notebook use it.
 
-Greedy by size with the lowest fitting gap (the best-fit offset heuristic of Chainer-Opt,
-seed 002): place the largest buffers first; each goes at the lowest offset where it does
+Greedy by size with the lowest fitting gap (the best-fit offset heuristic of Chainer-Opt
+[Sekiyama 2018]): place the largest buffers first; each goes at the lowest offset where it does
 not overlap, in bytes, any already placed buffer alive at the same time. Two orders are
 tried (by size, and by size times lifetime) and the smaller arena is kept.
 """

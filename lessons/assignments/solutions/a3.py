@@ -4,7 +4,7 @@ use it.
 
 DTR's h_DTR (Kirisame et al.): e*(t) / (memory x staleness), with e* the cost of
 recomputing t plus its evicted neighbourhood; as in MegEngine's find_best_tensor
-(seed 003), a pinned tensor is never a candidate.
+[MegEngine 2021], a pinned tensor is never a candidate.
 """
 
 import math

@@ -10,16 +10,16 @@
 # Everything a memory planner does starts here: a planner only ever sees these intervals
 # (assignment 2), and the minimum is the number every plan is measured against.
 #
-# **Background (the seeds).**
-# * Seed 000 (GE's memory reuse, section 3) defines a tensor's *active interval*
+# **Background (the sources).**
+# * The GE blog [Huawei GE, blog §3] defines a tensor's *active interval*
 #   `[s_i, e_i]`: `s_i` is the step that produces it, `e_i` the last step that consumes it.
 #   Graph inputs start at step 0 and graph outputs end at the last step.
-# * Seed 001 (the CANN article) defines the *theoretical minimum*: walk the steps, add a
+# * The CANN article [Huawei GE] defines the *theoretical minimum*: walk the steps, add a
 #   tensor's bytes where its life begins, subtract them where it ends; the largest total
 #   is the minimum (4608 B against 8704 B without reuse in its example). Sizes are
 #   rounded up to 512 bytes in GE.
-# * Seed 002 draws the same thing as rectangles: time on x, address on y.
-# * Seed 004 (MXNet) is why a training graph has so many tensors: the backward pass is
+# * Chainer-Opt [Sekiyama 2018] draws the same thing as rectangles: time on x, address on y.
+# * MXNet [Chen 2016] is why a training graph has so many tensors: the backward pass is
 #   ordinary nodes, and every gradient is a tensor with its own interval.
 #
 # **The rules** (minigraph's, which the grader uses):

@@ -5,13 +5,13 @@
 # `{buffer.id: offset}`: where each buffer starts in one arena of bytes. Two buffers
 # alive at the same step must not share a byte. The smaller the arena, the better.
 #
-# **Background (the seeds).**
-# * Seed 000 and 001 (GE): intervals and sizes come from liveness (assignment 1); the
+# **Background (the sources).**
+# * The GE articles [Huawei GE]: intervals and sizes come from liveness (assignment 1); the
 #   *theoretical minimum* - the most bytes alive at one step - is a lower bound no plan
 #   of that schedule can beat.
-# * Seed 004 (MXNet) plans by simulating reference counters with a free pool; it is the
+# * MXNet [Chen 2016] plans by simulating reference counters with a free pool; it is the
 #   library's `refcount` planner, the baseline you are scored against.
-# * Seed 002 (the survey) casts the problem as 2D strip packing - the Dynamic Storage
+# * Chainer-Opt [Sekiyama 2018] casts the problem as 2D strip packing - the Dynamic Storage
 #   Allocation problem (DSA), NP-hard: time on x, bytes on y, each buffer a rectangle
 #   fixed in x that you may only slide up or down. Chainer-Opt's best-fit offset heuristic,
 #   simulated annealing (DSA-SA) and MIP/ILP solvers (MODeL, ROAM) all attack it.
@@ -114,8 +114,8 @@ except PlanError as e:
 # ## Check
 #
 # The cases: the liveness buffers of the public graphs and of models of the zoo (each
-# re-executed in your arena), seed 001's worked example, edge cases (no buffers, zero
-# sizes, buffers that touch at one step, integer ids), *hard instances* that tile a
+# re-executed in your arena), the CANN GE article's worked example [Huawei GE], edge cases (no
+# buffers, zero sizes, buffers that touch at one step, integer ids), *hard instances* that tile a
 # rectangle exactly (their optimum is known; greedy planners rarely find it), and random
 # lists. A failing case is shrunk - buffers dropped while it still fails - to a small
 # reproducer.

@@ -7,7 +7,7 @@
 # inputs if it is needed again. A good heuristic evicts what is cheap to recompute, big,
 # and not needed soon - so that the run under a small budget does little extra compute.
 #
-# **Background (seed 003: MegEngine's DTR).** Dynamic Tensor Rematerialization runs a
+# **Background (MegEngine's DTR [MegEngine 2021]).** Dynamic Tensor Rematerialization runs a
 # training step under a byte budget. MegEngine's `find_best_tensor` walks the candidates,
 # skips those that are not available - an available tensor (1) has a compute path, (2) is
 # in memory and (3) is **not pinned** - and evicts the one with the smallest
@@ -67,10 +67,10 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
     sys.path.insert(0, str(Path.cwd().parents[1]))
     import minigraph as mg
 
+from minigraph.examples import linear_chain
 from minigraph.grading import HeuristicFault, check_heuristic, load_solution, run_heuristic
 from minigraph.grading.heuristic import budget_for, case_program, heuristic_cases
 from minigraph.runtime.dtr import simulate
-from minigraph.runtime.dtr.examples import linear_chain
 
 # %% [markdown]
 # ## DTR on the linear chain

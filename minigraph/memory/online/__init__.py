@@ -7,8 +7,9 @@ measure what each one reserves, and see the fragmentation a static plan avoids.
 
 Reading order: trace.py (the events), base.py (segments, blocks, the books and their
 invariants), arena.py (first fit, best fit), caching.py (PyTorch's caching allocator,
-CuPy's pool), stitching.py (GMLake), measure.py (the real CuPy pool on a GPU),
-compare.py (every allocator and every static planner side by side, and the pictures).
+CuPy's pool), stitching.py (GMLake). Comparing them with the static planners is an experiment
+(`minigraph.experiments.allocators`, `minigraph.experiments.pool` for the real CuPy pool);
+the pictures are in `minigraph.viz.allocators`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .trace import (  # noqa: F401
     Event,
     TraceError,
     as_trace,
+    buffers_from_trace,
     peak_live,
     total_allocated,
     trace_from_buffers,
@@ -66,19 +68,3 @@ def simulate(trace: Any, allocator: str | OnlineAllocator = "caching", *, check:
     """Replay `trace` (tuples, or a DTR run with `.events`) through an allocator."""
     a = make_allocator(allocator, **options) if isinstance(allocator, str) else allocator
     return a.replay(trace, check=check)
-
-
-from .compare import (  # noqa: E402,F401
-    AllocatorRow,
-    buffers_from_trace,
-    compare_allocators,
-    dtr_events,
-    dtr_runs,
-    format_rows,
-    mlp_training_graph,
-    plot_allocators,
-    plot_arena,
-    plot_static,
-    plot_timeline,
-)
-from .measure import PoolMeasurement, measure_cupy_pool  # noqa: E402,F401

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import MinigraphError
-from ...graph import _fmt_bytes
+from ...graph import fmt_bytes
 from .trace import Event, TraceError, as_trace
 
 KiB = 1024
@@ -173,9 +173,9 @@ class AllocatorResult:
         return self.peak_reserved / self.peak_requested if self.peak_requested else 1.0
 
     def summary(self) -> str:
-        return (f"{self.name}: reserved {_fmt_bytes(self.peak_reserved)} for a peak of "
-                f"{_fmt_bytes(self.peak_requested)} requested (x{self.ratio:.3f}); "
-                f"fragmentation {_fmt_bytes(self.fragmentation)}, largest free block "
+        return (f"{self.name}: reserved {fmt_bytes(self.peak_reserved)} for a peak of "
+                f"{fmt_bytes(self.peak_requested)} requested (x{self.ratio:.3f}); "
+                f"fragmentation {fmt_bytes(self.fragmentation)}, largest free block "
                 f"{self.largest_free_ratio:.0%} of the free bytes at the peak; "
                 f"{self.device_mallocs} device mallocs, {self.device_frees} device frees"
                 + (f", {self.stitches} stitches" if self.stitches else ""))
@@ -401,5 +401,5 @@ class OnlineAllocator:
                     raise InvariantError(f"{tid!r} holds a block it does not own")
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(reserved {_fmt_bytes(self.reserved)}, allocated "
-                f"{_fmt_bytes(self.allocated)}, {len(self.segments)} segments)")
+        return (f"{type(self).__name__}(reserved {fmt_bytes(self.reserved)}, allocated "
+                f"{fmt_bytes(self.allocated)}, {len(self.segments)} segments)")

@@ -1,4 +1,4 @@
-"""A caching allocator modelled on PyTorch's CUDA caching allocator (seed 002, DSA-SA's notes).
+"""A caching allocator modelled on PyTorch's [PyTorch CUDA] and [Imanishi 2024].
 
 The rules, each one a method below so a student can change one and re-run:
 - sizes are rounded up to 512 bytes (`round_size`), or, with `roundup_power2_divisions=d`,
@@ -19,7 +19,7 @@ The rules, each one a method below so a student can change one and re-run:
 - when the device is full (`capacity`), cached oversize segments are released first,
   then every wholly free segment (`cudaFree`), and the request is retried; only then is
   it out of memory.
-Unused split blocks are the fragmentation seed 002 describes: free bytes in the cache that
+Unused split blocks are the fragmentation [Imanishi 2024] describes: free bytes in the cache that
 no request of the next size can use, so the allocator asks the device for more.
 `CupyPoolAllocator` is the same frame with CuPy's simpler rules (one pool, exact segments).
 """

@@ -1,4 +1,4 @@
-"""GMLake-style virtual memory stitching (seed 002, GMLake, ASPLOS 2024).
+"""GMLake-style virtual memory stitching [Guo 2024].
 
 With CUDA's virtual memory API a tensor's virtual range can be backed by physical chunks
 that are *not* contiguous: free blocks scattered over several segments can be mapped side

@@ -1,10 +1,10 @@
 """Traces: what an online allocator sees, one alloc/free event at a time.
 
 A trace is a list of `("alloc", id, size)` and `("free", id, size)` tuples, in the order a
-program asks. A static planner sees every lifetime at once (seed 002, Chainer-Opt: 2D
-strip packing); an online allocator sees only this sequence and must place each tensor
-when it is asked for, without knowing when it will be freed (seed 002, Coop and MODeL: that
-is where fragmentation comes from). The DTR runtime's `result.events` use the same tuples.
+program asks. A static planner sees every lifetime at once (Chainer-Opt's 2D
+strip packing [Sekiyama 2018]); an online allocator sees only this sequence and must place each
+tensor when it is asked for, without knowing when it will be freed ([Zhang 2023], [Steiner 2023]:
+that is where fragmentation comes from). The DTR runtime's `result.events` use the same tuples.
 """
 
 from __future__ import annotations
@@ -121,3 +121,27 @@ def peak_live(trace: Iterable[Event]) -> int:
 def total_allocated(trace: Iterable[Event]) -> int:
     """Bytes of every alloc together: what no reuse at all would reserve."""
     return sum(size for kind, _, size in trace if kind == "alloc")
+
+
+def buffers_from_trace(trace: Iterable[Event]) -> list[Buffer]:
+    """The trace as rectangles for a static planner: each alloc/free pair is a buffer alive
+    from its alloc event to its free event (event indices as steps). A tensor allocated
+    again after a free (DTR recomputes it) is a new buffer `(id, k)`."""
+    open_: dict[Hashable, tuple[int, int, int]] = {}
+    seen: dict[Hashable, int] = {}
+    out: list[Buffer] = []
+    events = as_trace(trace)
+    for k, (kind, tid, size) in enumerate(events):
+        if kind == "alloc":
+            n = seen.get(tid, 0)
+            seen[tid] = n + 1
+            open_[tid] = (k, size, n)
+        else:
+            start, size, n = open_.pop(tid)
+            if size:
+                out.append(Buffer((tid, n), start, k, size))
+    last = len(events)
+    for tid, (start, size, n) in open_.items():   # never freed: alive to the end
+        if size:
+            out.append(Buffer((tid, n), start, last, size))
+    return out

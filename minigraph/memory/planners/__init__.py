@@ -1,15 +1,20 @@
-"""Every planner has one signature: `planner(buffers, **options) -> Placement`.
+"""Every planner has one signature: `planner(buffers, *, options...) -> Placement`.
 
 A planner sees only a list of `Buffer`s (no graph), so the same code plans a training
-graph, a CSV problem from a DSA benchmark, or a student's test case. What is shared is
-done once, here: alignment of sizes, partition by colour (buffers of different colours
-never share bytes), stacking of the colour regions, and validation.
+graph, a CSV problem from a DSA benchmark, or a student's test case. Three levels, each
+calling the next: `plan_memory` turns a graph into buffers, `plan_buffers` does what every
+planner shares (alignment of sizes, one planner call per colour, stacking of the colour
+regions, validation), and a planner places the buffers of one colour.
+
+`PLANNERS` is a plain dict, name -> function; each planner module fills it with
+`@register(name)` and is imported at the bottom of this file.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, align_up, arena_size, validate_offsets
@@ -19,6 +24,7 @@ PLANNERS: dict[str, Planner] = {}
 
 
 def register(name: str) -> Callable[[Planner], Planner]:
+    """Decorator: add a planner to `PLANNERS` under `name`."""
     def deco(fn: Planner) -> Planner:
         PLANNERS[name] = fn
         return fn
@@ -26,11 +32,37 @@ def register(name: str) -> Callable[[Planner], Planner]:
 
 
 def get_planner(name: str) -> Planner:
+    """The planner registered as `name`; a PlanError lists the known names."""
     try:
         return PLANNERS[name]
     except KeyError:
         raise PlanError(f"unknown planner {name!r}; known: {', '.join(sorted(PLANNERS))}") \
             from None
+
+
+def planner_options(name: str) -> tuple[str, ...]:
+    """The options planner `name` accepts: its parameters after `buffers`. `alignment`,
+    where a planner has it, is not among them: `plan_buffers` passes its own."""
+    params = list(inspect.signature(get_planner(name)).parameters)[1:]
+    return tuple(p for p in params if p != "alignment")
+
+
+def check_options(name: str, options: Mapping[str, Any]) -> None:
+    """Refuse an option the planner does not take (a typo would otherwise run the planner
+    with its defaults and look like a result)."""
+    accepted = planner_options(name)
+    unknown = sorted(k for k in options if k not in accepted)
+    if unknown:
+        takes = f"its options are {', '.join(accepted)}" if accepted else "it takes no options"
+        raise PlanError(f"planner {name!r} has no option {', '.join(map(repr, unknown))}; "
+                        f"{takes}")
+
+
+def options_for(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of `options` that planner `name` accepts: for a caller that gives one budget
+    (say `time_limit` and `seed`) to every planner in turn."""
+    accepted = planner_options(name)
+    return {k: v for k, v in options.items() if k in accepted}
 
 
 def blocks_to_offsets(blocks: Sequence[Sequence[Buffer]], alignment: int = 1
@@ -44,25 +76,30 @@ def blocks_to_offsets(blocks: Sequence[Sequence[Buffer]], alignment: int = 1
     return offsets
 
 
+def aligned_buffers(buffers: Sequence[Buffer], alignment: int) -> list[Buffer]:
+    """The buffers with their sizes rounded up to `alignment` (the others kept as they are)."""
+    return [b if align_up(b.size, alignment) == b.size else
+            Buffer(b.id, b.start, b.end, align_up(b.size, alignment), b.color)
+            for b in buffers]
+
+
 def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignment: int = 1,
-                 **options) -> tuple[list[Buffer], Placement]:
+                 **options: Any) -> tuple[list[Buffer], Placement]:
     """Align sizes, plan each colour separately, stack the colours, validate.
 
-    Returns the aligned buffers and a placement whose offsets pass `validate_offsets`.
+    `options` go to the planner; one it does not take raises PlanError. Returns the
+    aligned buffers and a placement whose offsets pass `validate_offsets`.
     """
     fn = get_planner(planner)
-    accepted = inspect.signature(fn).parameters
-    kw = {k: v for k, v in options.items() if k in accepted}
-    if "alignment" in accepted:
-        kw["alignment"] = alignment
-    aligned = [b if align_up(b.size, alignment) == b.size else
-               Buffer(b.id, b.start, b.end, align_up(b.size, alignment), b.color)
-               for b in buffers]
+    check_options(planner, options)
+    if "alignment" in inspect.signature(fn).parameters:
+        options = {**options, "alignment": alignment}
+    aligned = aligned_buffers(buffers, alignment)
     offsets: dict[Hashable, int] = {}
     notes, blocks, base = [], [], 0
     for colour in sorted({b.color for b in aligned}):
         part = [b for b in aligned if b.color == colour]
-        placed = fn(part, **kw)
+        placed = fn(part, **options)
         if set(placed.offsets) != {b.id for b in part}:
             missing = {b.id for b in part} - set(placed.offsets)
             raise PlanError(f"planner {planner} left buffers without offsets: "
@@ -75,13 +112,8 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
         if placed.blocks:
             blocks.extend(placed.blocks)
     validate_offsets(aligned, offsets, alignment=alignment)
-    return aligned, Placement(offsets, "; ".join(notes), blocks or None)
+    return aligned, Placement.of(aligned, offsets, "; ".join(notes), blocks or None)
 
 
-def _load_all() -> None:
-    """Import the planner modules (each registers itself); minigraph.memory calls this
-    once on import, so PLANNERS is complete wherever it is read."""
-    import importlib
-    import pkgutil
-    for m in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{m.name}")
+# The planner modules; importing each one registers its planners.
+from . import anneal, basic, ge, ilp, offset, search  # noqa: E402,F401,I001

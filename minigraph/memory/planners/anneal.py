@@ -1,4 +1,4 @@
-"""DSA-SA (seed 002, paper 6): simulated annealing over the order of placement.
+"""DSA-SA [Imanishi 2024]: simulated annealing over the order of placement.
 
 A plan is *decoded* from an order of the buffers: each, in turn, takes the lowest offset
 that is free over its whole lifetime among those placed before it (the greedy placer of
@@ -43,7 +43,7 @@ def overlap_lists(buffers: Sequence[Buffer]) -> list[list[int]]:
 
 
 @register("anneal")
-def plan_anneal(buffers: Sequence[Buffer], seed: int = 0, iterations: int | None = None,
+def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | None = None,
                 time_limit: float | None = None, start: str = "best",
                 t_start: float = 0.005, t_end: float = 0.0002) -> Placement:
     """Simulated annealing over the placement order (DSA-SA).
@@ -59,86 +59,129 @@ def plan_anneal(buffers: Sequence[Buffer], seed: int = 0, iterations: int | None
         iterations = 1000
     if iterations is not None and iterations < 0:
         raise PlanError(f"anneal: iterations must be >= 0, not {iterations}")
-    items = [b for b in buffers if b.size]
-    offsets_out = {b.id: 0 for b in buffers}
-    n = len(items)
-    if n == 0:
-        return Placement(offsets_out, "anneal: nothing to place")
-    size = [b.size for b in items]
-    nbrs = overlap_lists(items)
     if start not in STARTS:
         raise PlanError(f"anneal: start must be one of {', '.join(STARTS)}, not {start!r}")
+    items = [b for b in buffers if b.size]
+    offsets = {b.id: 0 for b in buffers}
+    if not items:
+        return Placement.of(buffers, offsets, "anneal: nothing to place")
     perm, start_name = _start_order(items, start)
-    pos = [0] * n
-    for q, i in enumerate(perm):
-        pos[i] = q
-    off = [0] * n
-    top = [0] * (n + 1)          # top[q]: the arena of the first q buffers of perm
-
-    def decode(p: int) -> int:
-        for q in range(p, n):
-            i = perm[q]
-            taken = [(off[j], off[j] + size[j]) for j in nbrs[i] if pos[j] < q]
-            o = lowest_gap(taken, size[i])
-            off[i] = o
-            t = o + size[i]
-            top[q + 1] = t if t > top[q] else top[q]
-        return top[n]
-
-    start_arena = cur = decode(0)
-    best, best_off = cur, off[:]
+    order = Decoding(items, perm)
+    start_arena = cur = order.decode(0)
+    best, best_off = cur, order.off[:]
     rng = random.Random(seed)
     t0 = time.perf_counter()
     k, accepted = 0, 0
-    while n > 1:
-        if iterations is not None and k >= iterations:
+    while order.n > 1:
+        temp = _temperature(k, iterations, time_limit, time.perf_counter() - t0,
+                            t_start, t_end)
+        if temp is None:
             break
-        elapsed = time.perf_counter() - t0
-        if time_limit is not None and elapsed >= time_limit:
-            break
-        frac = k / iterations if iterations else elapsed / time_limit
-        temp = t_start * (t_end / t_start) ** min(frac, 1.0)
         k += 1
-        if rng.random() < 0.5:       # move a buffer that reaches the top earlier
-            peak = [q for q in range(n) if off[perm[q]] + size[perm[q]] == cur]
-            b = rng.choice(peak)
-            a = rng.randrange(b + 1)
-            swap = False
-        else:                        # swap two buffers, or move one, at random
-            a, b = rng.randrange(n), rng.randrange(n)
-            swap = rng.random() < 0.5
+        a, b, swap = _propose(rng, order, cur)
         if a == b:
             continue
         a, b = min(a, b), max(a, b)
-        saved_perm = perm[a:b + 1]
-        saved_off = [off[i] for i in saved_perm] + [off[perm[q]] for q in range(b + 1, n)]
-        saved_top = top[a + 1:]
-        if swap:
-            perm[a], perm[b] = perm[b], perm[a]
-        else:                    # move the buffer at b to position a
-            perm[a:b + 1] = [perm[b]] + perm[a:b]
-        for q in range(a, b + 1):
-            pos[perm[q]] = q
-        new = decode(a)
+        saved = order.change(a, b, swap)
+        new = order.decode(a)
         delta = (new - cur) / start_arena
         if delta <= 0 or rng.random() < math.exp(-delta / temp):
             cur = new
             accepted += 1
             if new < best:
-                best, best_off = new, off[:]
-            continue
-        perm[a:b + 1] = saved_perm           # undo
-        for q in range(a, b + 1):
-            pos[perm[q]] = q
-        rest = perm[a:]
-        for i, o in zip(rest, saved_off):
-            off[i] = o
-        top[a + 1:] = saved_top
+                best, best_off = new, order.off[:]
+        else:
+            order.undo(a, b, saved)
     for b, o in zip(items, best_off):
-        offsets_out[b.id] = o
+        offsets[b.id] = o
     gain = 100.0 * (start_arena - best) / start_arena
-    return Placement(offsets_out, f"anneal: {k} moves, {accepted} accepted, "
-                     f"{start_arena} -> {best} B ({gain:.1f}% below {start_name})")
+    return Placement.of(buffers, offsets, f"anneal: {k} moves, {accepted} accepted, "
+                        f"{start_arena} -> {best} B ({gain:.1f}% below {start_name})")
+
+
+class Decoding:
+    """A placement order `perm` and its decoded offsets `off` (by index into `items`).
+
+    `top[q]` is the arena of the first q buffers of the order, so after a change at
+    position p only the buffers from p on are decoded again; each looks only at its
+    time-overlapping neighbours (precomputed), not at every buffer.
+    """
+
+    def __init__(self, items: Sequence[Buffer], perm: list[int]):
+        self.n = len(items)
+        self.size = [b.size for b in items]
+        self.nbrs = overlap_lists(items)
+        self.perm = perm
+        self.pos = [0] * self.n          # pos[i]: where buffer i stands in perm
+        for q, i in enumerate(perm):
+            self.pos[i] = q
+        self.off = [0] * self.n
+        self.top = [0] * (self.n + 1)
+
+    def decode(self, p: int) -> int:
+        """Place the buffers of positions p.. in turn, each at the lowest gap among the
+        neighbours placed before it; the arena."""
+        perm, pos, off, size, top = self.perm, self.pos, self.off, self.size, self.top
+        for q in range(p, self.n):
+            i = perm[q]
+            taken = [(off[j], off[j] + size[j]) for j in self.nbrs[i] if pos[j] < q]
+            o = lowest_gap(taken, size[i])
+            off[i] = o
+            t = o + size[i]
+            top[q + 1] = t if t > top[q] else top[q]
+        return top[self.n]
+
+    def at_top(self, arena: int) -> list[int]:
+        """The positions of the buffers that reach the top of the arena."""
+        return [q for q in range(self.n) if self.off[self.perm[q]] + self.size[self.perm[q]]
+                == arena]
+
+    def change(self, a: int, b: int, swap: bool) -> tuple[list[int], list[int], list[int]]:
+        """Swap positions a < b, or move the buffer at b to a; what `undo` needs."""
+        perm, off = self.perm, self.off
+        saved_perm = perm[a:b + 1]
+        saved_off = [off[i] for i in saved_perm] + [off[perm[q]] for q in range(b + 1, self.n)]
+        saved_top = self.top[a + 1:]
+        if swap:
+            perm[a], perm[b] = perm[b], perm[a]
+        else:
+            perm[a:b + 1] = [perm[b]] + perm[a:b]
+        for q in range(a, b + 1):
+            self.pos[perm[q]] = q
+        return saved_perm, saved_off, saved_top
+
+    def undo(self, a: int, b: int, saved: tuple[list[int], list[int], list[int]]) -> None:
+        """Restore the order and the offsets from before `change(a, b, ...)`."""
+        saved_perm, saved_off, saved_top = saved
+        perm = self.perm
+        perm[a:b + 1] = saved_perm
+        for q in range(a, b + 1):
+            self.pos[perm[q]] = q
+        for i, o in zip(perm[a:], saved_off):
+            self.off[i] = o
+        self.top[a + 1:] = saved_top
+
+
+def _temperature(k: int, iterations: int | None, time_limit: float | None, elapsed: float,
+                 t_start: float, t_end: float) -> float | None:
+    """The temperature of move k, cooling geometrically from `t_start` to `t_end` over the
+    iterations (or the time limit); None once the budget is spent."""
+    if iterations is not None and k >= iterations:
+        return None
+    if time_limit is not None and elapsed >= time_limit:
+        return None
+    frac = k / iterations if iterations else elapsed / time_limit
+    return t_start * (t_end / t_start) ** min(frac, 1.0)
+
+
+def _propose(rng: random.Random, order: Decoding, arena: int) -> tuple[int, int, bool]:
+    """A move (a, b, swap): half the time a buffer that reaches the top moves earlier in
+    the order; else two random positions swap, or one buffer moves."""
+    if rng.random() < 0.5:
+        b = rng.choice(order.at_top(arena))
+        return rng.randrange(b + 1), b, False
+    a, b = rng.randrange(order.n), rng.randrange(order.n)
+    return a, b, rng.random() < 0.5
 
 
 STARTS = ("best", "greedy-size", "bestfit")
@@ -158,10 +201,10 @@ def _start_order(items: Sequence[Buffer], start: str) -> tuple[list[int], str]:
     greedy = size_order(items)
     if start == "greedy-size":
         return greedy, "greedy-size"
-    placed = plan_bestfit(items).offsets
-    by_fit = offset_order(items, [placed[b.id] for b in items])
+    fitted = plan_bestfit(items)
+    by_fit = offset_order(items, [fitted.offsets[b.id] for b in items])
     if start == "bestfit":
         return by_fit, "bestfit"
     g_arena = max(o + b.size for o, b in zip(place_in_order(items, greedy), items))
-    f_arena = max(placed[b.id] + b.size for b in items)
+    f_arena = fitted.arena_bytes
     return (greedy, "greedy-size") if g_arena <= f_arena else (by_fit, "bestfit")

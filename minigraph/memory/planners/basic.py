@@ -12,12 +12,12 @@ from . import blocks_to_offsets, register
 @register("none")
 def plan_none(buffers: Sequence[Buffer]) -> Placement:
     """No reuse: every buffer gets its own bytes (the baseline every saving is measured on)."""
-    return Placement(blocks_to_offsets([[b] for b in buffers]))
+    return Placement.of(buffers, blocks_to_offsets([[b] for b in buffers]))
 
 
 @register("refcount")
-def plan_refcount(buffers: Sequence[Buffer], match_range: int = 16) -> Placement:
-    """MXNet's counter simulation, as nnvm's PlanMemory does it (seed 004).
+def plan_refcount(buffers: Sequence[Buffer], *, match_range: int = 16) -> Placement:
+    """MXNet's counter simulation, as nnvm's PlanMemory does it [Chen 2016].
 
     Walk the steps. Each tensor's counter is its number of pending readers; it reaches 0
     at the tensor's last reader, i.e. at step `end`. At each step the outputs first take
@@ -52,7 +52,8 @@ def plan_refcount(buffers: Sequence[Buffer], match_range: int = 16) -> Placement
         for b in by_end.get(t, ()):
             k = block_of[b.id]
             bisect.insort(free, (block_size[k], k))
-    return Placement(blocks_to_offsets(blocks), blocks=[[b.id for b in bl] for bl in blocks])
+    return Placement.of(buffers, blocks_to_offsets(blocks),
+                        blocks=[[b.id for b in bl] for bl in blocks])
 
 
 def _take(free: list[tuple[int, int]], size: int, match_range: int):

@@ -1,8 +1,8 @@
-"""GE's block reuse (seed 001, section 1): Max block, Binary block, Hybrid, and GE's own
+"""GE's block reuse [Huawei GE, §1]: Max block, Binary block, Hybrid, and GE's own
 two-level reuse.
 
 A *block* is a virtual piece of memory that several tensors use one after another. The
-three classic steps (seed 001, 1.1):
+three classic steps [Huawei GE, §1.1]:
 
 1. ranges: the block sizes a tensor may ask for. Max block has one, the largest tensor
    size; Binary block has several, roughly doubling (`binary_ranges`).
@@ -11,10 +11,10 @@ three classic steps (seed 001, 1.1):
 3. resize: each block shrinks to the largest tensor it held, rounded up to the alignment
    (512 bytes in GE); the blocks are laid end to end.
 
-GE's improvement (seed 001, 1.2): level 1 reuses a block only for a tensor of *exactly*
+GE's improvement [Huawei GE, §1.2]: level 1 reuses a block only for a tensor of *exactly*
 the same size; level 2 sorts the blocks by size, largest first, and puts each at the
 lowest offset that is free for its whole lifetime, so smaller blocks stack inside larger
-ones whose lifetimes they miss. On the seed's example that gives 4608 bytes, the
+ones whose lifetimes they miss. On the worked example [Huawei GE] that gives 4608 bytes, the
 theoretical minimum, where Max block needs 6656 and no reuse 8704.
 """
 
@@ -24,7 +24,7 @@ import heapq
 import math
 from collections.abc import Callable, Hashable, Sequence
 
-from ..buffers import Buffer, Placement, align_up, arena_size
+from ..buffers import Buffer, Placement, align_up
 from . import blocks_to_offsets, register
 from .offset import TimeIndex, lowest_gap
 
@@ -58,18 +58,19 @@ def reuse_blocks(buffers: Sequence[Buffer], range_of: Callable[[Buffer], Hashabl
     return blocks
 
 
-def _placement(blocks: list[list[Buffer]], alignment: int, note: str = "") -> Placement:
+def _placement(buffers: Sequence[Buffer], blocks: list[list[Buffer]], alignment: int,
+               note: str = "") -> Placement:
     """Step 3: resize every block to its largest tensor (aligned) and lay them end to end."""
-    return Placement(blocks_to_offsets(blocks, alignment), note,
-                     [[b.id for b in bl] for bl in blocks])
+    return Placement.of(buffers, blocks_to_offsets(blocks, alignment), note,
+                        [[b.id for b in bl] for bl in blocks])
 
 
 @register("ge-max")
-def plan_ge_max(buffers: Sequence[Buffer], alignment: int = GE_ALIGN) -> Placement:
+def plan_ge_max(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN) -> Placement:
     """Max block: every block has the one range (the largest size), so any free block
     will do; then each block is resized to the largest tensor it held."""
     blocks = reuse_blocks(buffers, lambda b: 0)
-    return _placement(blocks, alignment, f"max block: {len(blocks)} blocks")
+    return _placement(buffers, blocks, alignment, f"max block: {len(blocks)} blocks")
 
 
 def binary_ranges(sizes: Sequence[int], align: int = GE_ALIGN) -> list[int]:
@@ -116,7 +117,7 @@ def binary_ranges(sizes: Sequence[int], align: int = GE_ALIGN) -> list[int]:
 
 
 @register("ge-binary")
-def plan_ge_binary(buffers: Sequence[Buffer], alignment: int = GE_ALIGN) -> Placement:
+def plan_ge_binary(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN) -> Placement:
     """Binary block: a tensor asks for the smallest range ceiling >= its size and may only
     reuse a block of that same range; then each block is resized to its largest tensor."""
     ceilings = binary_ranges([b.size for b in buffers])
@@ -128,30 +129,30 @@ def plan_ge_binary(buffers: Sequence[Buffer], alignment: int = GE_ALIGN) -> Plac
         return len(ceilings)
 
     blocks = reuse_blocks(buffers, range_of)
-    return _placement(blocks, alignment,
+    return _placement(buffers, blocks, alignment,
                       f"binary block: ranges {ceilings}, {len(blocks)} blocks")
 
 
 @register("ge-hybrid")
-def plan_ge_hybrid(buffers: Sequence[Buffer], alignment: int = GE_ALIGN) -> Placement:
+def plan_ge_hybrid(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN) -> Placement:
     """GE's HybridMemAssigner: run Max block and Binary block, keep the smaller arena."""
-    a = plan_ge_max(buffers, alignment)
-    b = plan_ge_binary(buffers, alignment)
-    return a if arena_size(buffers, a.offsets) <= arena_size(buffers, b.offsets) else b
+    a = plan_ge_max(buffers, alignment=alignment)
+    b = plan_ge_binary(buffers, alignment=alignment)
+    return a if a.arena_bytes <= b.arena_bytes else b
 
 
 @register("ge")
-def plan_ge(buffers: Sequence[Buffer], alignment: int = GE_ALIGN, holes: bool = True
+def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool = True
             ) -> Placement:
-    """GE's two-level reuse (seed 001, 1.2).
+    """GE's two-level reuse [Huawei GE, §1.2].
 
     Level 1: reuse a block only for a tensor of exactly the same size. Level 2: blocks by
     size, largest first (earlier first on ties); each goes to the lowest offset free for
     its whole lifetime - inside a larger block whose lifetime it misses, else on top.
 
     A block's lifetime is the steps at which one of its tensors is alive. With
-    `holes=False` it is the hull, first start to last end, as the seed draws it (figure
-    6); on the seed's example both are the same, but a block reused across a long
+    `holes=False` it is the hull, first start to last end, as the CANN GE article [Huawei GE] draws
+    it (figure 6); on the worked example both are the same, but a block reused across a long
     stretch would otherwise block every step between its tensors. Either way level 1 ties
     same-size tensors far apart in time to one offset, which level 2 must then find free
     at all of their steps: on long random problems that costs more than it saves (see
@@ -173,6 +174,5 @@ def plan_ge(buffers: Sequence[Buffer], alignment: int = GE_ALIGN, holes: bool = 
             index.add(start, end, off, off + size[k])
         for b in blocks[k]:
             offsets[b.id] = off
-    return Placement(offsets, f"{sum(1 for b in buffers if b.size)} tensors -> "
-                     f"{len(blocks)} level-1 blocks",
-                     [[b.id for b in bl] for bl in blocks])
+    return Placement.of(buffers, offsets, f"{sum(1 for b in buffers if b.size)} tensors -> "
+                        f"{len(blocks)} level-1 blocks", [[b.id for b in bl] for bl in blocks])

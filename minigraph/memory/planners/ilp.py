@@ -1,5 +1,5 @@
-"""The exact answer for small problems: a mixed-integer program (seed 002: Chainer-Opt's
-MIP for small DSA instances; MODeL and ROAM use the same layout constraints).
+"""The exact answer for small problems: a mixed-integer program (Chainer-Opt's
+MIP for small DSA instances [Sekiyama 2018]; MODeL and ROAM use the same layout constraints).
 
 Variables: an offset x_i per buffer, the arena M, and for every pair of buffers alive at
 a common step a binary z_ij ("i lies below j"). Minimise M subject to
@@ -36,8 +36,8 @@ def best_heuristic(buffers: Sequence[Buffer]) -> tuple[str, Placement, int]:
     """The smallest of greedy-size, bestfit and GE two-level: (name, placement, arena)."""
     runs = [("greedy-size", plan_greedy_size(buffers)), ("bestfit", plan_bestfit(buffers)),
             ("ge", plan_ge(buffers, alignment=1))]
-    name, placed = min(runs, key=lambda r: arena_size(buffers, r[1].offsets))
-    return name, placed, arena_size(buffers, placed.offsets)
+    name, placed = min(runs, key=lambda r: r[1].arena_bytes)
+    return name, placed, placed.arena_bytes
 
 
 def _gap(arena: int, bound: int) -> str:
@@ -45,110 +45,136 @@ def _gap(arena: int, bound: int) -> str:
 
 
 @register("ilp")
-def plan_ilp(buffers: Sequence[Buffer], time_limit: float = 10.0) -> Placement:
+def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placement:
     """Minimise the arena exactly (within `time_limit` seconds).
 
     The note says "optimal" when the solver proves it (or the plan meets the theoretical
     minimum), else the gap to the best lower bound known. If the solver finds no plan in
     time, the best heuristic plan is returned, with its gap.
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
+    from scipy.optimize import milp
 
     t0 = time.perf_counter()
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}
     lower = theoretical_minimum(items)
-    h_name, h_plan, upper = best_heuristic(items) if items else ("none", Placement({}), 0)
+    h_name, h_plan, upper = best_heuristic(items) if items else \
+        ("none", Placement.of([], {}), 0)
     offsets.update(h_plan.offsets)
     if upper <= lower:
-        return Placement(offsets, f"optimal ({h_name} meets the theoretical minimum)")
-    n = len(items)
+        return Placement.of(buffers, offsets, f"optimal ({h_name} meets the theoretical "
+                            "minimum)")
     nbrs = overlap_lists(items)
-    pairs = [(i, j) for i in range(n) for j in nbrs[i] if i < j]
+    pairs = [(i, j) for i in range(len(items)) for j in nbrs[i] if i < j]
     if len(pairs) > MAX_PAIRS:
-        return Placement(offsets, f"ilp skipped ({len(pairs)} pairs > {MAX_PAIRS}); "
-                         f"{h_name}: {_gap(upper, lower)}")
+        return Placement.of(buffers, offsets, f"ilp skipped ({len(pairs)} pairs > "
+                            f"{MAX_PAIRS}); {h_name}: {_gap(upper, lower)}")
+    model = layout_model(items, pairs, lower, upper)
+    left = max(time_limit - (time.perf_counter() - t0), 0.1)
+    res = milp(**model, options={"time_limit": left, "disp": False})
+    bound = lower
+    if res.get("mip_dual_bound") is not None and np.isfinite(res.mip_dual_bound):
+        bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)))
+    if res.x is None:
+        return Placement.of(buffers, offsets, f"ilp found no plan in {time_limit:g} s; "
+                            f"{h_name}: {_gap(upper, bound)}")
+    exact = _longest_paths(items, pairs, res.x, len(items))
+    arena = arena_size(items, exact)
+    if arena > upper:                      # cannot happen with M <= U, but stay safe
+        return Placement.of(buffers, offsets, f"ilp no better than {h_name}: "
+                            f"{_gap(upper, bound)}")
+    offsets.update(exact)
+    proved = res.status == 0
+    note = "optimal" if proved or arena <= bound else _gap(arena, bound)
+    return Placement.of(buffers, offsets, note + f" (ilp, {len(pairs)} pairs, "
+                        f"{time.perf_counter() - t0:.2f} s)")
+
+
+def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: int,
+                 upper: int) -> dict:
+    """The program above as `scipy.optimize.milp` arguments. Variables x_0..x_{n-1}, M,
+    then one z per pair; M between `lower` and `upper`, which is also the big U."""
+    from scipy.optimize import Bounds, LinearConstraint
+
+    n = len(items)
     s = np.array([b.size for b in items], dtype=float)
     big = float(upper)
-    nv = n + 1 + len(pairs)               # x_0..x_{n-1}, M, z_pairs
-    rows, cols, vals, lo_b, hi_b = [], [], [], [], []
-    r = 0
-    for i in range(n):                    # x_i - M <= -s_i
-        rows += [r, r]
-        cols += [i, n]
-        vals += [1.0, -1.0]
-        lo_b.append(-np.inf)
-        hi_b.append(-s[i])
-        r += 1
+    nv = n + 1 + len(pairs)
+    m = _Rows()
+    for i in range(n):                                   # x_i - M <= -s_i
+        m.add([i, n], [1.0, -1.0], -s[i])
     for k, (i, j) in enumerate(pairs):
         z = n + 1 + k
-        rows += [r, r, r, r + 1, r + 1, r + 1]       # x_i - x_j + U z <= U - s_i
-        cols += [i, j, z, j, i, z]                   # x_j - x_i - U z <= -s_j
-        vals += [1.0, -1.0, big, 1.0, -1.0, -big]
-        lo_b += [-np.inf, -np.inf]
-        hi_b += [big - s[i], -s[j]]
-        r += 2
-    # Clique cuts: the buffers alive at one step are stacked, so everything of that step
-    # lying below i fits under x_i, and everything above it fits between x_i + s_i and M.
+        m.add([i, j, z], [1.0, -1.0, big], big - s[i])    # x_i - x_j + U z <= U - s_i
+        m.add([j, i, z], [1.0, -1.0, -big], -s[j])        # x_j - x_i - U z <= -s_j
+    _clique_cuts(m, items, pairs, s)
+    lb, ub = np.zeros(nv), np.ones(nv)
+    ub[:n] = big - s
+    lb[n], ub[n] = float(lower), big
+    if pairs:                              # mirror symmetry: the largest pair, i below j
+        k0 = max(range(len(pairs)), key=lambda k: (s[pairs[k][0]] + s[pairs[k][1]], -k))
+        lb[n + 1 + k0] = 1.0
+    c = np.zeros(nv)
+    c[n] = 1.0
+    integrality = np.zeros(nv)
+    integrality[n + 1:] = 1
+    return {"c": c, "integrality": integrality, "bounds": Bounds(lb, ub),
+            "constraints": LinearConstraint(m.matrix(nv), m.lo, m.hi)}
+
+
+def _clique_cuts(m: _Rows, items: Sequence[Buffer], pairs: list[tuple[int, int]],
+                 s: np.ndarray) -> None:
+    """Cuts that tighten the relaxation: the buffers alive at one step are stacked, so
+    everything of that step lying below i fits under x_i, and everything above it fits
+    between x_i + s_i and M (left out when they would be too many terms)."""
+    n = len(items)
     pid = {p: k for k, p in enumerate(pairs)}
     cliques = live_sets(items)
     if sum(len(c) ** 2 for c in cliques) > MAX_CUT_TERMS:
-        cliques = []
+        return
     for clique in cliques:
         for i in clique:
-            under_r, over_r = r, r + 1
-            under_rhs, over_rhs = 0.0, -s[i]
-            rows += [under_r, over_r, over_r]
-            cols += [i, i, n]
-            vals += [-1.0, 1.0, -1.0]
+            under_cols, under_vals, under_rhs = [i], [-1.0], 0.0
+            over_cols, over_vals, over_rhs = [i, n], [1.0, -1.0], -s[i]
             for j in clique:
                 if j == i:
                     continue
                 z = n + 1 + pid[(min(i, j), max(i, j))]
                 # z = 1 means min(i, j) lies below max(i, j).
                 sign = 1.0 if j < i else -1.0           # "j below i" is z, or 1 - z
-                rows += [under_r, over_r]
-                cols += [z, z]
-                vals += [sign * s[j], -sign * s[j]]
+                under_cols.append(z)
+                under_vals.append(sign * s[j])
+                over_cols.append(z)
+                over_vals.append(-sign * s[j])
                 if j > i:
                     under_rhs -= s[j]                   # s_j (1 - z) below i
                 else:
                     over_rhs -= s[j]                    # s_j (1 - z) above i
-            lo_b += [-np.inf, -np.inf]
-            hi_b += [under_rhs, over_rhs]
-            r += 2
-    a = coo_matrix((vals, (rows, cols)), shape=(r, nv)).tocsr()
-    c = np.zeros(nv)
-    c[n] = 1.0
-    lb = np.zeros(nv)
-    ub = np.ones(nv)
-    ub[:n] = big - s
-    lb[n], ub[n] = float(lower), big
-    if pairs:                              # mirror symmetry: the largest pair, i below j
-        k0 = max(range(len(pairs)), key=lambda k: (s[pairs[k][0]] + s[pairs[k][1]], -k))
-        lb[n + 1 + k0] = 1.0
-    integrality = np.zeros(nv)
-    integrality[n + 1:] = 1
-    left = max(time_limit - (time.perf_counter() - t0), 0.1)
-    res = milp(c, integrality=integrality, bounds=Bounds(lb, ub),
-               constraints=LinearConstraint(a, lo_b, hi_b),
-               options={"time_limit": left, "disp": False})
-    bound = lower
-    if res.get("mip_dual_bound") is not None and np.isfinite(res.mip_dual_bound):
-        bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)))
-    if res.x is None:
-        return Placement(offsets, f"ilp found no plan in {time_limit:g} s; "
-                         f"{h_name}: {_gap(upper, bound)}")
-    exact = _longest_paths(items, pairs, res.x, n)
-    arena = arena_size(items, exact)
-    if arena > upper:                      # cannot happen with M <= U, but stay safe
-        return Placement(offsets, f"ilp no better than {h_name}: {_gap(upper, bound)}")
-    offsets.update(exact)
-    proved = res.status == 0
-    note = "optimal" if proved or arena <= bound else _gap(arena, bound)
-    return Placement(offsets, note + f" (ilp, {len(pairs)} pairs, "
-                     f"{time.perf_counter() - t0:.2f} s)")
+            m.add(under_cols, under_vals, under_rhs)
+            m.add(over_cols, over_vals, over_rhs)
+
+
+class _Rows:
+    """A sparse constraint matrix built one row at a time, each row `... <= hi`."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+
+    def add(self, cols: list[int], vals: list[float], hi: float) -> None:
+        r = len(self.hi)
+        self.rows += [r] * len(cols)
+        self.cols += cols
+        self.vals += vals
+        self.lo.append(-np.inf)
+        self.hi.append(hi)
+
+    def matrix(self, nv: int):
+        from scipy.sparse import coo_matrix
+        return coo_matrix((self.vals, (self.rows, self.cols)), shape=(len(self.hi), nv)).tocsr()
 
 
 def live_sets(items: Sequence[Buffer]) -> list[list[int]]:

@@ -1,11 +1,11 @@
-"""Offset planners: the 2D picture of seed 002 (time on x, address on y, a buffer a box).
+"""Offset planners: the 2D picture [Sekiyama 2018] (time on x, address on y, a buffer a box).
 
 Two heuristics, both placing boxes at offsets directly (no "blocks"):
 
 - "greedy-size": largest buffer first, each at the lowest offset that is free over its
   whole lifetime. This is the greedy-by-size heap of TFLite's arena planner and XLA's
   `GlobalDecreasingSizeBestFitHeap` (with `fit="best"`: the smallest gap that fits).
-- "bestfit": Chainer-Opt's best-fit heuristic (seed 002, paper 1): keep a skyline of
+- "bestfit": Chainer-Opt's best-fit heuristic [Sekiyama 2018]: keep a skyline of
   "offset lines"; take the lowest line (leftmost on ties), put there the longest-lived
   buffer whose lifetime fits under it; when none fits, raise the line to its lower
   neighbour and merge them.
@@ -114,17 +114,125 @@ def size_order(buffers: Sequence[Buffer]) -> list[int]:
 
 
 @register("greedy-size")
-def plan_greedy_size(buffers: Sequence[Buffer], fit: str = "lowest") -> Placement:
+def plan_greedy_size(buffers: Sequence[Buffer], *, fit: str = "lowest") -> Placement:
     """Decreasing size, each buffer at the lowest offset free for its whole lifetime
     (TFLite's greedy-by-size, XLA's decreasing-size heap; `fit="best"` takes the smallest
     gap that fits instead of the lowest). O(n log n) for bounded overlap."""
     offsets = place_in_order(buffers, size_order(buffers), fit)
-    return Placement({b.id: off for b, off in zip(buffers, offsets)})
+    return Placement.of(buffers, {b.id: off for b, off in zip(buffers, offsets)})
 
 
 # ---------------------------------------------------------------------------------------
 # Chainer-Opt best fit
 # ---------------------------------------------------------------------------------------
+
+@register("bestfit")
+def plan_bestfit(buffers: Sequence[Buffer]) -> Placement:
+    """Chainer-Opt's best fit [Sekiyama 2018, fig. 1].
+
+    The skyline is a list of offset lines over the time axis. Repeat: take the lowest
+    line (leftmost on ties); among the unplaced buffers whose lifetime lies within the
+    line's steps, place the longest-lived one (larger first on ties) on the line, which
+    splits it in up to three; if none fits, raise the line to its lower neighbour and
+    merge them (and every equal neighbour). At most 3n + 1 rounds.
+    """
+    offsets = {b.id: 0 for b in buffers}
+    items = sorted((b for b in buffers if b.size), key=lambda b: b.start)   # stable
+    if not items:
+        return Placement.of(buffers, offsets)
+    pool = _Unplaced.of(items)
+    sky = Skyline(min(b.start for b in items), max(b.end for b in items))
+    left = len(items)
+    while left:
+        s = sky.lowest()
+        p = pool.find(sky.t0[s], sky.t1[s])
+        if p < 0:                 # nothing fits on this line
+            sky.lift(s)
+            continue
+        b = items[p]
+        offsets[b.id] = sky.h[s]
+        pool.remove(p)
+        sky.place(s, b)
+        left -= 1
+    return Placement.of(buffers, offsets)
+
+
+class Skyline:
+    """The offset lines of best fit: segments [t0, t1] at height h, in a doubly linked
+    list over the time axis, and a heap of (height, t0, segment) to find the lowest one
+    (lazy: an entry is checked when it is popped). Segments are never changed, only
+    replaced by new ones, so an entry is stale once its segment is dead."""
+
+    def __init__(self, t0: int, t1: int):
+        self.t0, self.t1, self.h = [t0], [t1], [0]
+        self.prev, self.next, self.alive = [-1], [-1], [True]
+        self.heap = [(0, t0, 0)]
+
+    def lowest(self) -> int:
+        """The lowest line, leftmost on ties."""
+        while True:
+            h, t0, s = heapq.heappop(self.heap)
+            if self.alive[s] and self.h[s] == h and self.t0[s] == t0:
+                return s
+
+    def place(self, s: int, b: Buffer) -> None:
+        """Put `b` on line `s`: the line splits into the part before `b`, the top of `b`,
+        and the part after it."""
+        h, t0, t1 = self.h[s], self.t0[s], self.t1[s]
+        pieces = []
+        if b.start > t0:
+            pieces.append(self._new(t0, b.start - 1, h))
+        mid = self._new(b.start, b.end, h + b.size)
+        pieces.append(mid)
+        if b.end < t1:
+            pieces.append(self._new(b.end + 1, t1, h))
+        self._replace(s, pieces)
+        self._settle(mid)
+
+    def lift(self, s: int) -> None:
+        """Nothing fits on line `s`: raise it to its lower neighbour and merge them."""
+        nbrs = [self.h[q] for q in (self.prev[s], self.next[s]) if q >= 0]
+        if not nbrs:     # one line over all time and nothing fits: cannot happen
+            raise PlanError("bestfit: no buffer fits under the only offset line")
+        r = self._new(self.t0[s], self.t1[s], min(nbrs))
+        self._replace(s, [r])
+        self._settle(r)
+
+    def _new(self, t0: int, t1: int, h: int) -> int:
+        self.t0.append(t0), self.t1.append(t1), self.h.append(h)
+        self.prev.append(-1), self.next.append(-1), self.alive.append(True)
+        heapq.heappush(self.heap, (h, t0, len(self.h) - 1))
+        return len(self.h) - 1
+
+    def _link(self, a: int, b: int) -> None:
+        if a >= 0:
+            self.next[a] = b
+        if b >= 0:
+            self.prev[b] = a
+
+    def _replace(self, s: int, pieces: list[int]) -> None:
+        """Segment `s` dies; `pieces`, left to right, take its place in the list."""
+        self.alive[s] = False
+        self._link(self.prev[s], pieces[0])
+        for a, c in zip(pieces, pieces[1:]):
+            self._link(a, c)
+        self._link(pieces[-1], self.next[s])
+
+    def _settle(self, s: int) -> None:
+        """Merge s with neighbours of the same height (lines never touch at one height)."""
+        if self.prev[s] >= 0 and self.h[self.prev[s]] == self.h[s]:
+            s = self._merge(self.prev[s], s)
+        if self.next[s] >= 0 and self.h[self.next[s]] == self.h[s]:
+            self._merge(s, self.next[s])
+
+    def _merge(self, a: int, b: int) -> int:
+        """Merge adjacent equal-height segments a, b (a left of b) into a new one."""
+        m = self._new(self.t0[a], self.t1[b], self.h[a])
+        self.alive[a] = self.alive[b] = False
+        self._link(self.prev[a], m)
+        self._link(m, self.next[b])
+        return m
+
 
 class _Unplaced:
     """The unplaced buffers, for one question: which is the best (longest-lived) one
@@ -134,6 +242,19 @@ class _Unplaced:
     win (best rank no better than the one found)."""
 
     INF = float("inf")
+
+    @classmethod
+    def of(cls, items: Sequence[Buffer]) -> _Unplaced:
+        """The pool of `items` (sorted by start), ranked longest-lived first, then larger,
+        then earlier."""
+        starts = [b.start for b in items]
+        ends = [b.end for b in items]
+        by_quality = sorted(range(len(items)), key=lambda p: (starts[p] - ends[p],
+                                                              -items[p].size, starts[p], p))
+        rank = [0] * len(items)
+        for r, p in enumerate(by_quality):
+            rank[p] = r
+        return cls(starts, ends, rank)
 
     def __init__(self, starts: list[int], ends: list[int], rank: list[int]):
         self.starts, self.ends, self.rank = starts, ends, rank
@@ -187,95 +308,3 @@ class _Unplaced:
             stack.append((2 * k + 1, m, b))
             stack.append((2 * k, a, m))
         return best_pos
-
-
-@register("bestfit")
-def plan_bestfit(buffers: Sequence[Buffer]) -> Placement:
-    """Chainer-Opt's best fit (seed 002, paper 1, figure 1).
-
-    The skyline is a list of offset lines over the time axis. Repeat: take the lowest
-    line (leftmost on ties); among the unplaced buffers whose lifetime lies within the
-    line's steps, place the longest-lived one (larger first on ties) on the line, which
-    splits it in up to three; if none fits, raise the line to its lower neighbour and
-    merge them (and every equal neighbour). At most 3n + 1 rounds.
-    """
-    live = [i for i, b in enumerate(buffers) if b.size]
-    offsets = {b.id: 0 for b in buffers}
-    if not live:
-        return Placement(offsets)
-    live.sort(key=lambda i: (buffers[i].start, i))
-    starts = [buffers[i].start for i in live]
-    ends = [buffers[i].end for i in live]
-    by_quality = sorted(range(len(live)), key=lambda p: (starts[p] - ends[p],
-                                                         -buffers[live[p]].size, starts[p], p))
-    rank = [0] * len(live)
-    for r, p in enumerate(by_quality):
-        rank[p] = r
-    pool = _Unplaced(starts, ends, rank)
-    # Offset lines: a doubly linked list of segments [t0, t1] at height h.
-    t0s, t1s, hs = [min(starts)], [max(ends)], [0]
-    prev, nxt, alive = [-1], [-1], [True]
-    heap = [(0, t0s[0], 0)]                  # (height, t0, segment): lazy, checked on pop
-
-    def new_seg(t0: int, t1: int, h: int) -> int:
-        t0s.append(t0), t1s.append(t1), hs.append(h)
-        prev.append(-1), nxt.append(-1), alive.append(True)
-        heapq.heappush(heap, (h, t0, len(hs) - 1))
-        return len(hs) - 1
-
-    def link(a: int, b: int) -> None:
-        if a >= 0:
-            nxt[a] = b
-        if b >= 0:
-            prev[b] = a
-
-    def merge(a: int, b: int) -> int:
-        """Merge adjacent equal-height segments a, b (a left of b) into a new one."""
-        m = new_seg(t0s[a], t1s[b], hs[a])
-        alive[a] = alive[b] = False
-        link(prev[a], m)
-        link(m, nxt[b])
-        return m
-
-    def settle(s: int) -> None:
-        """Merge s with neighbours of the same height (lines never touch at one height)."""
-        if prev[s] >= 0 and hs[prev[s]] == hs[s]:
-            s = merge(prev[s], s)
-        if nxt[s] >= 0 and hs[nxt[s]] == hs[s]:
-            merge(s, nxt[s])
-
-    left = len(live)
-    while left:
-        h, t0, s = heapq.heappop(heap)
-        if not alive[s] or hs[s] != h or t0s[s] != t0:
-            continue
-        p = pool.find(t0s[s], t1s[s])
-        if p >= 0:
-            b = buffers[live[p]]
-            offsets[b.id] = h
-            pool.remove(p)
-            left -= 1
-            alive[s] = False
-            pieces = []
-            if b.start > t0s[s]:
-                pieces.append(new_seg(t0s[s], b.start - 1, h))
-            mid = new_seg(b.start, b.end, h + b.size)
-            pieces.append(mid)
-            if b.end < t1s[s]:
-                pieces.append(new_seg(b.end + 1, t1s[s], h))
-            link(prev[s], pieces[0])
-            for a, c in zip(pieces, pieces[1:]):
-                link(a, c)
-            link(pieces[-1], nxt[s])
-            settle(mid)
-            continue
-        # Nothing fits on this line: raise it to its lower neighbour and merge.
-        nbrs = [hs[q] for q in (prev[s], nxt[s]) if q >= 0]
-        if not nbrs:     # one line over all time and nothing fits: cannot happen
-            raise PlanError("bestfit: no buffer fits under the only offset line")
-        alive[s] = False
-        r = new_seg(t0s[s], t1s[s], min(nbrs))
-        link(prev[s], r)
-        link(r, nxt[s])
-        settle(r)
-    return Placement(offsets)

@@ -24,12 +24,13 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ...errors import BudgetError, GraphError
 from ...graph import Graph
-from .program import CostSpec, Program, as_program
+from .program import CostSpec, Program, as_program, resolve_budget
 
 
 @dataclass
@@ -268,118 +269,160 @@ def checkmate(source: Graph | Program, budget: int | None = None, *,
     Returns a StaticResult with `optimal=True` when HiGHS proved optimality within
     `time_limit` seconds, False when it stopped at the limit with a feasible plan. Raises
     BudgetError when no plan fits (or none was found in time)."""
-    from scipy.optimize import Bounds as LB
-    from scipy.optimize import LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
-    from .program import resolve_budget
     p = as_program(source, schedule, alignment, costs)
     n = len(p.ops)
     if n > max_ops:
         raise ValueError(f"checkmate: {n} ops is too many for the MILP (max_ops={max_ops})")
     budget = resolve_budget(p, budget, ratio)
     t0 = time.perf_counter()
-    M = [sum(p.tensors[o].size for o in op.outputs if p.arena[o]) for op in p.ops]
-    ws = [op.workspace for op in p.ops]
-    deps: list[list[int]] = []          # producer ops of each op's arena inputs
-    for op in p.ops:
-        deps.append(sorted({p.tensors[i].producer for i in op.inputs
-                            if p.arena[i] and p.tensors[i].producer >= 0}))
-    users: list[list[int]] = [[] for _ in range(n)]
-    for k in range(n):
-        for d in deps[k]:
-            users[d].append(k)
-    # variable indices
-    idx: dict[tuple, int] = {}
-
-    def var(key: tuple) -> int:
-        if key not in idx:
-            idx[key] = len(idx)
-        return idx[key]
+    milp = _CheckmateMILP(p, budget)
     for t in range(n):
-        for i in range(t + 1):
-            var(("R", t, i))
-            var(("U", t, i))
-        for i in range(t):
-            var(("S", t, i))
-        for k in range(t + 1):
-            for i in deps[k] + [k]:
-                var(("F", t, i, k))
-    nv = len(idx)
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lo: list[float] = []
-    hi: list[float] = []
-
-    def add(terms: list[tuple[int, float]], lb: float, ub: float) -> None:
-        r = len(lo)
-        for c, v in terms:
-            rows.append(r)
-            cols.append(c)
-            vals.append(v)
-        lo.append(lb)
-        hi.append(ub)
-
-    R = lambda t, i: idx[("R", t, i)]            # noqa: E731
-    S = lambda t, i: idx[("S", t, i)]            # noqa: E731
-    U = lambda t, k: idx[("U", t, k)]            # noqa: E731
-    F = lambda t, i, k: idx[("F", t, i, k)]      # noqa: E731
-    lb = np.zeros(nv)
-    ub = np.ones(nv)
-    integrality = np.ones(nv)
-    for key, c in idx.items():
-        if key[0] == "U":
-            integrality[c] = 0
-            ub[c] = budget
-    for t in range(n):
-        lb[R(t, t)] = 1                                   # stage t computes op t
-        for i in range(t + 1):
-            if not p.ops[i].replayable and i != t:
-                ub[R(t, i)] = 0                           # stateful: exactly once
-            for j in deps[i]:                             # inputs computed or kept
-                add([(R(t, i), 1)] + [(R(t, j), -1)] + ([(S(t, j), -1)] if j < t else []),
-                    -np.inf, 0)
-        if t + 1 < n:
-            for i in range(t + 1):                        # keep only what exists
-                add([(S(t + 1, i), 1), (R(t, i), -1)] + ([(S(t, i), -1)] if i < t else []),
-                    -np.inf, 0)
-        for k in range(t + 1):
-            for i in deps[k] + [k]:
-                later = [j for j in users[i] if k < j <= t]
-                # hazards = (1 - R[t,k]) + S[t+1,i] + sum R[t,j] (j later users)
-                # FREE >= 1 - hazards ; max_h * (1 - FREE) >= hazards
-                max_h = 2 + len(later)
-                s_next = [(S(t + 1, i), 1)] if t + 1 < n else []
-                add([(F(t, i, k), 1), (R(t, k), -1)] + s_next +
-                    [(R(t, j), 1) for j in later], 0, np.inf)
-                add([(F(t, i, k), max_h), (R(t, k), -1)] + s_next +
-                    [(R(t, j), 1) for j in later], -np.inf, max_h - 1)
-        # memory: U[t,0] = sum_i M_i S[t,i] + M_0 R[t,0]; U[t,k] = U[t,k-1] - freed + M_k R
-        add([(U(t, 0), 1)] + [(S(t, i), -M[i]) for i in range(t)] + [(R(t, 0), -M[0])],
-            0, 0)
-        for k in range(1, t + 1):
-            freed = [(F(t, i, k - 1), M[i]) for i in deps[k - 1] + [k - 1]]
-            add([(U(t, k), 1), (U(t, k - 1), -1), (R(t, k), -M[k])] + freed, 0, 0)
-        for k in range(t + 1):
-            if ws[k]:
-                add([(U(t, k), 1), (R(t, k), ws[k])], -np.inf, budget)
-    c = np.zeros(nv)
-    for key, col in idx.items():
-        if key[0] == "R":
-            c[col] = p.ops[key[2]].cost
-    A = coo_matrix((vals, (rows, cols)), shape=(len(lo), nv)).tocsr()
-    res = milp(c, constraints=LinearConstraint(A, lo, hi), integrality=integrality,
-               bounds=LB(lb, ub), options={"time_limit": float(time_limit), "disp": False})
+        milp.stage(t)
+    res = milp.solve(time_limit)
     seconds = time.perf_counter() - t0
     if res.x is None:
         raise BudgetError(f"checkmate: no plan within {budget:,} B found ({res.message})",
                           minimum=p.bounds().lower)
-    x = res.x
-    seq = [i for t in range(n) for i in range(t + 1) if x[R(t, i)] > 0.5]
+    seq = [i for t in range(n) for i in range(t + 1) if res.x[milp.R(t, i)] > 0.5]
     peak, cost = evaluate_sequence(p, seq)
     optimal = res.status == 0
     return StaticResult("checkmate", peak, cost, p.base_cost, p.live_peak(),
                         [p.ops[k].name for k in seq],
                         "optimal" if optimal else f"time limit ({res.message})",
                         optimal, budget, seconds, p.external_bytes)
+
+
+class _CheckmateMILP:
+    """Checkmate's MILP over a program's ops. Stage t computes op t for the first time
+    and may recompute earlier ones. Variables: R[t,i] (op i computed at stage t), S[t,i]
+    (its outputs kept from stage t-1 into t), FREE[t,i,k] (i's outputs freed after op k
+    of stage t), U[t,k] (bytes in use after op k of stage t)."""
+
+    def __init__(self, p: Program, budget: int):
+        self.p, self.n, self.budget = p, len(p.ops), budget
+        self.M = [sum(p.tensors[o].size for o in op.outputs if p.arena[o]) for op in p.ops]
+        self.ws = [op.workspace for op in p.ops]
+        self.deps: list[list[int]] = []          # producer ops of each op's arena inputs
+        for op in p.ops:
+            self.deps.append(sorted({p.tensors[i].producer for i in op.inputs
+                                     if p.arena[i] and p.tensors[i].producer >= 0}))
+        self.users: list[list[int]] = [[] for _ in range(self.n)]
+        for k in range(self.n):
+            for d in self.deps[k]:
+                self.users[d].append(k)
+        self.idx: dict[tuple, int] = {}
+        self._variables()
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+
+    def _variables(self) -> None:
+        idx, deps = self.idx, self.deps
+        for t in range(self.n):
+            for i in range(t + 1):
+                idx.setdefault(("R", t, i), len(idx))
+                idx.setdefault(("U", t, i), len(idx))
+            for i in range(t):
+                idx.setdefault(("S", t, i), len(idx))
+            for k in range(t + 1):
+                for i in deps[k] + [k]:
+                    idx.setdefault(("F", t, i, k), len(idx))
+        nv = len(idx)
+        self.lb, self.ub, self.integrality = np.zeros(nv), np.ones(nv), np.ones(nv)
+        for key, c in idx.items():
+            if key[0] == "U":
+                self.integrality[c] = 0
+                self.ub[c] = self.budget
+
+    def R(self, t: int, i: int) -> int:
+        return self.idx[("R", t, i)]
+
+    def S(self, t: int, i: int) -> int:
+        return self.idx[("S", t, i)]
+
+    def U(self, t: int, k: int) -> int:
+        return self.idx[("U", t, k)]
+
+    def F(self, t: int, i: int, k: int) -> int:
+        return self.idx[("F", t, i, k)]
+
+    def add(self, terms: list[tuple[int, float]], lb: float, ub: float) -> None:
+        r = len(self.lo)
+        for c, v in terms:
+            self.rows.append(r)
+            self.cols.append(c)
+            self.vals.append(v)
+        self.lo.append(lb)
+        self.hi.append(ub)
+
+    def stage(self, t: int) -> None:
+        """Every constraint of stage t, in order."""
+        self._compute_rows(t)
+        self._keep_rows(t)
+        self._free_rows(t)
+        self._memory_rows(t)
+
+    def _compute_rows(self, t: int) -> None:
+        """Stage t computes op t; a stateful op runs once; an op's inputs are computed in
+        the stage or kept from the one before."""
+        R, S, p = self.R, self.S, self.p
+        self.lb[R(t, t)] = 1
+        for i in range(t + 1):
+            if not p.ops[i].replayable and i != t:
+                self.ub[R(t, i)] = 0
+            for j in self.deps[i]:
+                self.add([(R(t, i), 1)] + [(R(t, j), -1)] + ([(S(t, j), -1)] if j < t else []),
+                         -np.inf, 0)
+
+    def _keep_rows(self, t: int) -> None:
+        """Only what exists at stage t can be kept into stage t + 1."""
+        R, S = self.R, self.S
+        if t + 1 < self.n:
+            for i in range(t + 1):
+                self.add([(S(t + 1, i), 1), (R(t, i), -1)] + ([(S(t, i), -1)] if i < t else []),
+                         -np.inf, 0)
+
+    def _free_rows(self, t: int) -> None:
+        """FREE[t,i,k] = 1 exactly when no hazard keeps i's outputs after op k:
+        hazards = (1 - R[t,k]) + S[t+1,i] + sum R[t,j] (j later users);
+        FREE >= 1 - hazards ; max_h * (1 - FREE) >= hazards."""
+        R, S, F = self.R, self.S, self.F
+        for k in range(t + 1):
+            for i in self.deps[k] + [k]:
+                later = [j for j in self.users[i] if k < j <= t]
+                max_h = 2 + len(later)
+                s_next = [(S(t + 1, i), 1)] if t + 1 < self.n else []
+                self.add([(F(t, i, k), 1), (R(t, k), -1)] + s_next +
+                         [(R(t, j), 1) for j in later], 0, np.inf)
+                self.add([(F(t, i, k), max_h), (R(t, k), -1)] + s_next +
+                         [(R(t, j), 1) for j in later], -np.inf, max_h - 1)
+
+    def _memory_rows(self, t: int) -> None:
+        """U[t,0] = sum_i M_i S[t,i] + M_0 R[t,0]; U[t,k] = U[t,k-1] - freed + M_k R[t,k];
+        U[t,k] plus op k's workspace within the budget."""
+        R, S, U, F, M = self.R, self.S, self.U, self.F, self.M
+        self.add([(U(t, 0), 1)] + [(S(t, i), -M[i]) for i in range(t)] + [(R(t, 0), -M[0])],
+                 0, 0)
+        for k in range(1, t + 1):
+            freed = [(F(t, i, k - 1), M[i]) for i in self.deps[k - 1] + [k - 1]]
+            self.add([(U(t, k), 1), (U(t, k - 1), -1), (R(t, k), -M[k])] + freed, 0, 0)
+        for k in range(t + 1):
+            if self.ws[k]:
+                self.add([(U(t, k), 1), (R(t, k), self.ws[k])], -np.inf, self.budget)
+
+    def solve(self, time_limit: float) -> Any:
+        """Minimise the summed cost of every computation, with HiGHS."""
+        from scipy.optimize import Bounds as LB
+        from scipy.optimize import LinearConstraint, milp
+        from scipy.sparse import coo_matrix
+        nv = len(self.idx)
+        c = np.zeros(nv)
+        for key, col in self.idx.items():
+            if key[0] == "R":
+                c[col] = self.p.ops[key[2]].cost
+        A = coo_matrix((self.vals, (self.rows, self.cols)), shape=(len(self.lo), nv)).tocsr()
+        return milp(c, constraints=LinearConstraint(A, self.lo, self.hi),
+                    integrality=self.integrality, bounds=LB(self.lb, self.ub),
+                    options={"time_limit": float(time_limit), "disp": False})

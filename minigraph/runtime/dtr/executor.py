@@ -1,10 +1,11 @@
 """The two modes of the DTR runtime: `simulate` (costs only) and `DTRExecutor` (kernels).
 
-Both build the same `Program` and run the same `DTRRuntime`; real mode adds a backend that
-owns ONE arena of exactly `budget` bytes (NumPy or CuPy), makes every planned tensor a view
-at the offset the runtime's first-fit allocator gave it, runs kernels through
-`get_op(op).forward(ctx, attrs, ins, outs)`, and carves declared workspace out of the arena.
-External tensors (inputs, parameters, constants, graph outputs) have their own buffers.
+Both build the same `Program` and run the same `DTRRuntime` with the same `DTROptions`;
+real mode adds a backend that owns ONE arena of exactly `budget` bytes (NumPy or CuPy),
+makes every planned tensor a view at the offset the runtime's first-fit allocator gave it,
+runs kernels through the one kernel runner (`minigraph.runtime.kernels`), and carves
+declared workspace out of the arena. External tensors (inputs, parameters, constants,
+graph outputs) have their own buffers.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from typing import Any
 import numpy as np
 
 from ...backend import array_module, resolve_device, to_numpy
-from ...errors import DeviceError, GraphError
+from ...errors import DeviceError
 from ...graph import Graph
-from ...ops.registry import KernelContext, get_op
-from ..executor import Executor
+from ...ops.registry import KernelContext
+from ..executor import check_feeds
+from ..kernels import run_kernel
+from .bounds import check_budget
+from .options import DTROptionError, DTROptions, dtr_options
 from .program import CostSpec, Program, as_program, resolve_budget
-from .runtime import DTRRuntime, DTRTrace
+from .record import DTRTrace
+from .runtime import DTRRuntime
 
 
 class _ArenaContext(KernelContext):
@@ -99,11 +104,7 @@ class ArrayBackend:
         ctx = _ArenaContext(self.xp, node.name, self.step, self.seed, self.arena, ws_at,
                             op.workspace)
         t0 = time.perf_counter()
-        try:
-            get_op(node.op).forward(ctx, node.attr, ins, outs)
-        except Exception as e:
-            raise GraphError(f"kernel of {node.op} failed at node {node.name} "
-                             f"({', '.join(node.inputs)}) under DTR: {e}") from e
+        run_kernel(node, ins, outs, ctx, during=" under DTR")
         if self.device == "gpu":
             self.xp.cuda.Device().synchronize()
         dt = time.perf_counter() - t0
@@ -141,28 +142,22 @@ class ArrayBackend:
 
 
 def simulate(source: Graph | Program, budget: int | None = None, *,
-             ratio: float | None = None, heuristic: Any = "dtr",
-             heuristic_args: dict | None = None, schedule: Sequence[str] | None = None,
-             alignment: int = 512, costs: CostSpec = "flops", allocator: str = "first-fit",
-             sample: bool | int = False, seed: int = 0, thrash_limit: float = 10.0,
-             defrag: bool | str = "first", timeline: bool = True,
-             ratio_of: str = "total", select: Any = None, dead_first: bool = True) -> DTRTrace:
+             ratio: float | None = None, ratio_of: str = "total",
+             schedule: Sequence[str] | None = None, alignment: int = 512,
+             costs: CostSpec = "flops", options: DTROptions | None = None,
+             **keywords: Any) -> DTRTrace:
     """Simulated mode: run DTR on a graph (or a `Program`) with costs only, no kernels.
 
     `budget` in bytes of arena, or `ratio` of the total no-rematerialisation peak
     (parameters, inputs and outputs + the arena peak: the DTR paper's definition; the
-    arena gets ratio x total - external) or, `ratio_of="arena"`, of the arena peak. `costs`:
-    "flops" (the ops' estimates), "unit", a mapping node -> cost, or a function. Returns
-    the `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`.
-    `dead_first=False` scores dead tensors kept after a rematerialisation like any other,
-    as the DTR authors' simulator does (see `DTRRuntime`)."""
+    arena gets ratio x total - external) or, `ratio_of="arena"`, of the arena peak.
+    A graph becomes a program in `schedule` with tensors rounded up to `alignment` and
+    `costs` ("flops", "unit", a mapping node -> cost, or a function). `options` (or their
+    fields as keywords: `heuristic="lru"`) say how the runtime runs. Returns the
+    `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`."""
     program = as_program(source, schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
-    rt = DTRRuntime(program, b, heuristic, heuristic_args=heuristic_args,
-                    allocator=allocator, sample=sample, seed=seed,
-                    thrash_limit=thrash_limit, defrag=defrag, timeline=timeline,
-                    select=select, dead_first=dead_first)
-    return rt.run()
+    return DTRRuntime(program, b, options=dtr_options(options, **keywords)).run()
 
 
 class DTRExecutor:
@@ -174,47 +169,43 @@ class DTRExecutor:
 
     Planned tensors live in ONE arena of exactly the budget's bytes (first-fit offsets);
     inputs, parameters, constants and graph outputs live outside it (see program.py).
-    `ratio` is of the total peak (external + arena peak) unless `ratio_of="arena"`.
+    Budget, program and options as in `simulate`; `device` "auto", "cpu" or "gpu".
     `check_remat=True` hashes every tensor when first computed and checks that each
     rematerialisation reproduces it bit for bit (`trace.remat_mismatches`).
     `simulate()` runs the same policy without kernels: same decisions, same events.
     """
 
     def __init__(self, graph: Graph, budget: int | None = None, *, ratio: float | None = None,
-                 heuristic: Any = "dtr", heuristic_args: dict | None = None,
-                 device: str = "auto", schedule: Sequence[str] | None = None,
-                 alignment: int = 512, costs: CostSpec = "flops",
-                 allocator: str = "first-fit", sample: bool | int = False, seed: int = 0,
-                 thrash_limit: float = 10.0, defrag: bool | str = "first",
-                 check_remat: bool = False, ratio_of: str = "total", select: Any = None):
+                 ratio_of: str = "total", schedule: Sequence[str] | None = None,
+                 alignment: int = 512, costs: CostSpec = "flops", device: str = "auto",
+                 check_remat: bool = False, options: DTROptions | None = None,
+                 **keywords: Any):
         self.graph = graph
         self.device = resolve_device(device)
-        if allocator != "first-fit":
-            raise ValueError("real mode needs addresses: allocator='first-fit'")
+        self.options = dtr_options(options, **keywords)
+        if self.options.allocator != "first-fit":
+            raise DTROptionError("real mode needs addresses: allocator='first-fit'")
         if self.device == "gpu" and alignment % 8:
             raise DeviceError(f"alignment {alignment} would place tensors at offsets CuPy "
                               "cannot view; use a multiple of 8 on the GPU")
-        self.program = program_ = as_program(graph, schedule, alignment, costs)
-        self.budget = resolve_budget(program_, budget, ratio, ratio_of)
-        self.options = dict(heuristic=heuristic, heuristic_args=heuristic_args,
-                            allocator=allocator, sample=sample, seed=seed,
-                            thrash_limit=thrash_limit, defrag=defrag, select=select)
-        self.seed, self.check_remat = seed, check_remat
+        self.program = as_program(graph, schedule, alignment, costs)
+        self.budget = resolve_budget(self.program, budget, ratio, ratio_of)
+        self.check_remat = check_remat
         self.last_trace: DTRTrace | None = None
-        DTRRuntime(program_, self.budget, **self.options)._check_budget()
+        check_budget(self.program, self.budget)
 
     def run(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0,
             **kw: Any) -> dict[str, np.ndarray]:
         """Run once; returns the graph outputs as host arrays (like `Executor.run`)."""
         feeds = {**(feeds or {}), **kw}
-        Executor(self.graph, device=self.device)._check_feeds(feeds)
-        backend = ArrayBackend(self.graph, self.device, feeds, step, self.seed,
+        check_feeds(self.graph, feeds)
+        backend = ArrayBackend(self.graph, self.device, feeds, step, self.options.seed,
                                self.check_remat)
-        rt = DTRRuntime(self.program, self.budget, backend=backend, **self.options)
+        rt = DTRRuntime(self.program, self.budget, options=self.options, backend=backend)
         self.last_trace = rt.run()
         self.last_trace.workspace_overflow = backend.overflow
         return self.last_trace.outputs
 
     def simulate(self) -> DTRTrace:
         """The same configuration in simulated mode (no kernels)."""
-        return DTRRuntime(self.program, self.budget, **self.options).run()
+        return DTRRuntime(self.program, self.budget, options=self.options).run()

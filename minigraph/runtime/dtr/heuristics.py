@@ -26,7 +26,7 @@ computed on demand, so a score that only reads `t.staleness` costs only that):
 Costs are in the runtime's cost unit (FLOPs by default, or the times you gave) and `now`
 is the runtime's clock in the same unit: it advances by an op's cost each time one runs.
 
-`coop` is not a score but a *window* rule (Coop, seed 002): it slides over the arena in
+`coop` is not a score but a *window* rule (Coop [Zhang 2023]): it slides over the arena in
 address order and evicts the contiguous run of evictable tensors and free blocks that frees
 enough bytes with the lowest summed cost. Any per-tensor cost can drive it:
 `get_heuristic("coop", cost=my_cost)` with `my_cost(t, now) -> float >= 0`.
@@ -190,7 +190,7 @@ def size(t: TensorView, now: float) -> float:
 
 def megengine(t: TensorView, now: float, a: float = 1.0, b: float = 1.0, c: float = 1.0,
               r: float = 1.0001, own_cost: bool = False) -> float:
-    """MegEngine 1.4's eval_func (seed 003):
+    """MegEngine 1.4's eval_func [MegEngine 2021]:
 
         (cost + 1e-3)^a * r^recompute_times / ((memory + free_mem)^b * (staleness + 1e-3)^c)
 

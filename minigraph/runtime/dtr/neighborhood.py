@@ -14,7 +14,7 @@ evicted descendant (its last reader ran; it is kept only because a tensor comput
 might need it) costs nothing until a live evicted tensor lies beyond it.
 
 `DSU` is the cheap approximation of the DTR paper's `h_DTR-eq` and of MegEngine's
-DsuNode (seed 003): union with evicted neighbours on eviction, and on recomputation the
+DsuNode [MegEngine 2021]: union with evicted neighbours on eviction, and on recomputation the
 member's cost is subtracted from its class without splitting it ("DSU does not support
 deletion").
 """

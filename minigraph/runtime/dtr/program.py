@@ -28,15 +28,15 @@ therefore never evicts. `ratio_of="arena"` takes the ratio of the arena peak alo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ...errors import BudgetError, GraphError
 from ...graph import Graph, Node
 from ...memory.buffers import align_up
 from ...memory.liveness import PLANNED_KINDS, check_schedule
 from ...ops.registry import flops_of, get_op, workspace_of
+from .bounds import Bounds, live_peak, program_bounds
 
 
 @dataclass(frozen=True)
@@ -65,49 +65,6 @@ class OpSpec:
     args: tuple[int, ...] = ()      # the kernel's operands in order (duplicates kept)
     node: Node | None = field(default=None, repr=False, compare=False)
     role: str = "forward"           # forward / backward / update (static baselines use it)
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Budgets that matter for one program (bytes of arena).
-
-    `lower`: the largest single-op footprint (inputs + outputs + workspace resident at
-    once) plus bytes that can never be evicted; no smaller budget can work, and the
-    runtime refuses one at once. `safe`: a budget at which the runtime is guaranteed to
-    finish (it rematerialises inputs in the order this bound assumes; see `Program`).
-    `peak`: the arena this runtime needs without rematerialisation under its first-fit
-    allocator (the highest address a no-evict run reaches, workspace included): arena
-    ratio 1.0 never evicts. `live`: the largest sum of live bytes plus workspace (the
-    same run with an ideal allocator; <= peak). `external`: bytes outside the arena that
-    are never evicted (parameters, inputs, constants, graph outputs); `total` = external +
-    peak, the DTR paper's "peak memory of the unmodified run"."""
-    lower: int
-    safe: int
-    peak: int
-    external: int = 0
-    live: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.external + self.peak
-
-    def arena_budget(self, ratio: float, ratio_of: str = "total") -> int:
-        """Arena bytes for a budget `ratio` of the total peak (the DTR paper's definition:
-        ratio x total - external) or, with `ratio_of="arena"`, of the arena peak."""
-        if ratio_of == "total":
-            return int(ratio * self.total) - self.external
-        if ratio_of == "arena":
-            return int(ratio * self.peak)
-        raise ValueError(f"ratio_of must be 'total' or 'arena', not {ratio_of!r}")
-
-    def ratios(self, budget: int) -> tuple[float, float]:
-        """(of total, of arena) for an arena budget in bytes."""
-        return ((budget + self.external) / self.total if self.total else 1.0,
-                budget / self.peak if self.peak else 1.0)
-
-    def __repr__(self) -> str:
-        return (f"Bounds(lower={self.lower}, safe={self.safe}, peak={self.peak}, "
-                f"external={self.external}, live={self.live})")
 
 
 class Program:
@@ -162,97 +119,22 @@ class Program:
         self.order: list[list[int]] = []
         self.get_order: list[int] = []
 
-    # The order in which an op's inputs are made resident, and the bounds ----------------
+    # The bounds, and the order in which an op's inputs are made resident ---------------
     def bounds(self) -> Bounds:
-        """`Bounds` of this program (computed once).
-
-        safe: R(op) = max(footprint(op), max_j (bytes of inputs before j + R(producer of
-        input j))), inputs sorted by R - size, largest first (as Sethi-Ullman order
-        registers): the memory a replay needs when everything unpinned may be evicted.
-        The runtime resolves inputs in exactly this order, pinning each as it comes.
-        """
-        if self._bounds is not None:
-            return self._bounds
-        arena, size = self.arena, [t.size for t in self.tensors]
-        pinned_total = sum(size[k] for k in range(len(size))
-                           if arena[k] and not self.replayable[k])
-        R = [0] * len(self.ops)
-        lower = safe = 0
-        self.order = []
-        for k, op in enumerate(self.ops):
-            ext = [i for i in op.inputs if not arena[i]]
-            ins = [i for i in op.inputs if arena[i]]
-
-            def r(i: int) -> int:
-                return R[self.tensors[i].producer] if self.replayable[i] else 0
-            ins.sort(key=lambda i: size[i] - r(i))
-            self.order.append(ext + ins)
-            outs = [o for o in op.outputs if arena[o]]
-            fp = sum(size[i] for i in ins) + sum(size[o] for o in outs) + op.workspace
-            need, prefix = fp, 0
-            for i in ins:
-                need = max(need, prefix + r(i))
-                prefix += size[i]
-            R[k] = need
-            own_pinned = sum(size[t] for t in ins + outs if not self.replayable[t])
-            lower = max(lower, fp + pinned_total - own_pinned)
-            safe = max(safe, need + pinned_total - own_pinned)
-        # "get" steps (a trace's outputs) are made resident one after the other and stay
-        # pinned: they are fetched in the same order as an op's inputs.
-        gets = [t for s, t in self.steps if s == "get" and arena[t]]
-
-        def rg(t: int) -> int:
-            return R[self.tensors[t].producer] if self.replayable[t] else 0
-        gets.sort(key=lambda t: size[t] - rg(t))
-        self.get_order = gets
-        prefix = 0
-        for t in gets:
-            safe = max(safe, prefix + rg(t) + pinned_total)
-            prefix += size[t]
-        lower, safe = max(lower, prefix), max(safe, prefix + pinned_total)
-        live = self.live_peak()
-        # provisional (peak = live) while the no-evict run below asks for the bounds
-        self._bounds = Bounds(lower, max(safe, lower), live, self.external_bytes, live)
-        self._bounds = replace(self._bounds, peak=self._no_evict_peak())
+        """`Bounds` of this program, computed once (`bounds.program_bounds`, a plain walk
+        over the steps). Also sets `order` (each op's inputs in the order the runtime makes
+        them resident) and `get_order` (the final gets), as `safe` assumes them."""
+        if self._bounds is None:
+            self._bounds, self.order, self.get_order = program_bounds(self)
         return self._bounds
 
     def peak(self) -> int:
         """The arena a run without rematerialisation needs (`bounds().peak`)."""
         return self.bounds().peak
 
-    def _no_evict_peak(self) -> int:
-        """Run the DTR runtime itself in an arena too large to ever evict (first fit, the
-        same allocator): the highest address it reaches is the peak. A run with exactly
-        that budget makes the same allocations at the same offsets, so never evicts."""
-        from .runtime import DTRRuntime  # the runtime imports this module
-        cap = sum(self.tensors[o].size for s, k in self.steps if s == "call"
-                  for o in self.ops[k].outputs if self.arena[o])
-        cap += sum(self.ops[k].workspace for s, k in self.steps if s == "call")
-        rt = DTRRuntime(self, max(cap, self._bounds.lower), "lru", defrag="never",
-                        thrash_limit=math.inf, timeline=False)
-        tr = rt.run()
-        if tr.evictions or tr.defrags:       # pragma: no cover  (an invariant)
-            raise GraphError(f"{self.name}: the no-evict run evicted in {cap:,} B")
-        return rt.arena.high_water
-
     def live_peak(self) -> int:
-        """The largest sum of live planned bytes plus the running op's workspace (= the
-        liveness theoretical minimum of `minigraph.memory` when no op declares workspace):
-        the no-rematerialisation peak with an ideal allocator, <= `peak()`."""
-        live = best = 0
-        alive = [False] * len(self.tensors)
-        for s, x in self.steps:
-            if s == "call":
-                op = self.ops[x]
-                for o in op.outputs:
-                    if self.arena[o] and not alive[o]:
-                        alive[o] = True
-                        live += self.tensors[o].size
-                best = max(best, live + op.workspace)
-            elif s == "release" and alive[x]:
-                alive[x] = False
-                live -= self.tensors[x].size
-        return best
+        """The no-rematerialisation peak with an ideal allocator (`bounds.live_peak`)."""
+        return live_peak(self)
 
     def __repr__(self) -> str:
         n_arena = sum(self.arena)

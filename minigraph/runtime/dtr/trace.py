@@ -35,8 +35,10 @@ from typing import Any
 from ...errors import GraphError
 from ...graph import Graph
 from ...memory.buffers import align_up
-from .program import CostSpec, OpSpec, Program, TensorSpec, node_costs
-from .runtime import DTRRuntime, DTRTrace
+from .options import DTROptions, dtr_options
+from .program import CostSpec, OpSpec, Program, TensorSpec, node_costs, resolve_budget
+from .record import DTRTrace
+from .runtime import DTRRuntime
 
 
 class TraceError(GraphError):
@@ -77,154 +79,172 @@ def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
 
     `outputs`: "rematerialize" (tensors referenced at the end are made resident at the
     end, as simrd does by default) or "ignore"."""
+    if outputs not in ("rematerialize", "ignore"):
+        raise ValueError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
     lines = _lines(source)
     starts = [k for k, j in enumerate(lines) if j["INSTRUCTION"] == "ANNOTATE"
               and j.get("ANNOTATION") == "START"]
-    if starts:
-        lines = lines[starts[0] + 1:]
-    tensors: list[TensorSpec] = []
-    ops: list[OpSpec] = []
-    steps: list[tuple[str, int]] = []
-    binding: dict[str, int] = {}        # live name -> tensor index
-    refs: list[int] = []                # references to each tensor
-    root: list[int] = []                # storage owner (itself, or what it aliases)
-    role = "forward"
-    k = 0
+    reader = _TraceReader(lines[starts[0] + 1:] if starts else lines, alignment)
+    reader.read()
+    if outputs == "rematerialize":
+        reader.get_outputs()
+    return Program(reader.tensors, reader.ops, reader.steps, name)
 
-    def new_tensor(nm: str, size: int, external: bool, producer: int, r: int | None) -> int:
-        t = len(tensors)
-        tensors.append(TensorSpec(nm, size, external, producer, "trace"))
-        refs.append(1)
-        root.append(t if r is None else r)
+
+class _TraceReader:
+    """Reads trace lines into tensors, ops and steps, one instruction at a time, keeping
+    each tensor's references (`refs`) and the storage it lives in (`root`: itself, or
+    the tensor it aliases)."""
+
+    def __init__(self, lines: list[dict], alignment: int):
+        self.lines, self.alignment, self.k = lines, alignment, 0
+        self.tensors: list[TensorSpec] = []
+        self.ops: list[OpSpec] = []
+        self.steps: list[tuple[str, int]] = []
+        self.binding: dict[str, int] = {}        # live name -> tensor index
+        self.refs: list[int] = []                # references to each tensor
+        self.root: list[int] = []                # storage owner
+        self.role = "forward"
+
+    def read(self) -> None:
+        while self.k < len(self.lines):
+            j = self.lines[self.k]
+            self.k += 1
+            ins = j["INSTRUCTION"]
+            if ins == "CONSTANT":
+                self.pop("MEMORY", j["NAME"])
+                self.binding[j["NAME"]] = self.new_tensor(j["NAME"], 0, True, -1, None)
+            elif ins == "CALL":
+                self.call(j)
+            elif ins == "MUTATE":
+                self.mutate(j)
+            elif ins in ("COPY", "COPY_FROM"):
+                src = self.need(j["SRC"], ins)
+                old = self.need(j["DST"], ins) if ins == "COPY_FROM" else None
+                self.binding[j["DST"]] = src
+                self.refs[src] += 1
+                if old is not None:
+                    self.release(old)
+            elif ins == "RELEASE":
+                if j["NAME"] in self.binding:
+                    self.release(self.binding.pop(j["NAME"]))
+            elif ins == "ANNOTATE":
+                if j.get("ANNOTATION") == "BACKWARD":
+                    self.role = "backward"
+            elif ins in ("MEMORY", "ALIAS"):
+                raise TraceError(f"{ins} line for {j.get('NAME')!r} outside a CALL or CONSTANT")
+            elif ins != "PIN":
+                raise TraceError(f"unknown INSTRUCTION {ins!r}")
+
+    def call(self, j: dict) -> None:
+        """An op: its results, each with a MEMORY and an ALIAS line."""
+        args = [self.need(a, f"CALL {j['NAME']}") for a in j["ARGS"]]
+        idx = len(self.ops)
+        outs = []
+        for r in list(j["RESULT"]):
+            mem = int(self.pop("MEMORY", r)["MEMORY"])
+            alias = int(self.pop("ALIAS", r)["ALIAS"])
+            if r in self.binding:
+                raise TraceError(f"CALL {j['NAME']}: result {r!r} already exists")
+            if alias >= 0:
+                if alias >= len(args):
+                    raise TraceError(f"{r}: ALIAS {alias} but {j['NAME']} has "
+                                     f"{len(args)} arguments")
+                t = self.new_tensor(r, 0, True, idx, self.root[args[alias]])
+            else:
+                t = self.new_tensor(r, align_up(mem, self.alignment), mem == 0, idx, None)
+            self.binding[r] = t
+            outs.append(t)
+        self.add_op(j, args, outs)
+
+    def mutate(self, j: dict) -> None:
+        """An in-place op, run out of place: new versions of the mutated arguments, the old
+        ones released after it."""
+        args = [self.need(a, f"MUTATE {j['NAME']}") for a in j["ARGS"]]
+        idx = len(self.ops)
+        outs, olds = [], []
+        for m in j["MUTATE"]:
+            old = args[int(m)]
+            base = self.root[old]
+            size = self.tensors[base].size
+            outs.append(self.new_tensor(self.tensors[old].name + "$", size,
+                                        self.tensors[base].external and size == 0, idx, None))
+            olds.append((j["ARGS"][int(m)], old))
+        self.add_op(j, args, outs)
+        for (nm, old), t in zip(olds, outs):
+            self.binding[nm] = t
+            self.release(old)
+
+    def add_op(self, j: dict, args: list[int], outs: list[int]) -> None:
+        idx = len(self.ops)
+        self.ops.append(OpSpec(f"{j['NAME']}#{idx}", self.op_inputs(args), tuple(outs),
+                               float(j.get("TIME", 0)), 0, True, (), tuple(args), None,
+                               self.role))
+        self.steps.append(("call", idx))
+
+    def get_outputs(self) -> None:
+        """Tensors still referenced at the end are made resident then (simrd's default)."""
+        for t in sorted({self.root[t] for t in self.binding.values()}):
+            if not self.tensors[t].external and self.refs[t] > 0:
+                self.steps.append(("get", t))
+
+    # helpers ------------------------------------------------------------------------------
+    def new_tensor(self, nm: str, size: int, external: bool, producer: int,
+                   r: int | None) -> int:
+        t = len(self.tensors)
+        self.tensors.append(TensorSpec(nm, size, external, producer, "trace"))
+        self.refs.append(1)
+        self.root.append(t if r is None else r)
         if r is not None:
-            refs[r] += 1                 # an alias keeps its storage alive
+            self.refs[r] += 1                # an alias keeps its storage alive
         return t
 
-    def release(t: int) -> None:
-        refs[t] -= 1
-        if refs[t] == 0:
-            steps.append(("release", t))
-            if root[t] != t:
-                release(root[t])
-        elif refs[t] < 0:
-            raise TraceError(f"tensor {tensors[t].name} released more often than referenced")
+    def release(self, t: int) -> None:
+        self.refs[t] -= 1
+        if self.refs[t] == 0:
+            self.steps.append(("release", t))
+            if self.root[t] != t:
+                self.release(self.root[t])
+        elif self.refs[t] < 0:
+            raise TraceError(f"tensor {self.tensors[t].name} released more often than "
+                             f"referenced")
 
-    def need(nm: str, where: str) -> int:
-        if nm not in binding:
+    def need(self, nm: str, where: str) -> int:
+        if nm not in self.binding:
             raise TraceError(f"{where}: unknown tensor {nm!r}")
-        return binding[nm]
+        return self.binding[nm]
 
-    def pop(kind: str, nm: str) -> dict:
-        nonlocal k
+    def pop(self, kind: str, nm: str) -> dict:
+        """The next line, which must be a `kind` line for `nm`."""
+        lines, k = self.lines, self.k
         if k >= len(lines) or lines[k]["INSTRUCTION"] != kind:
             got = lines[k]["INSTRUCTION"] if k < len(lines) else "the end"
             raise TraceError(f"expected {kind} for {nm} after its CALL, got {got}")
         j = lines[k]
-        k += 1
+        self.k += 1
         if j.get("NAME") != nm:
             raise TraceError(f"{kind} line names {j.get('NAME')!r}, expected {nm!r}")
         return j
 
-    def op_inputs(args: Sequence[int]) -> tuple[int, ...]:
+    def op_inputs(self, args: Sequence[int]) -> tuple[int, ...]:
         ins: list[int] = []
         for a in args:
             ins.append(a)
-            if root[a] != a:
-                ins.append(root[a])      # reading a view needs its storage
+            if self.root[a] != a:
+                ins.append(self.root[a])     # reading a view needs its storage
         return tuple(dict.fromkeys(ins))
-
-    while k < len(lines):
-        j = lines[k]
-        k += 1
-        ins = j["INSTRUCTION"]
-        if ins == "CONSTANT":
-            nm = j["NAME"]
-            m = pop("MEMORY", nm)
-            binding[nm] = new_tensor(nm, 0, True, -1, None)
-            del m
-        elif ins == "CALL":
-            results = list(j["RESULT"])
-            args = [need(a, f"CALL {j['NAME']}") for a in j["ARGS"]]
-            idx = len(ops)
-            outs = []
-            for r in results:
-                mem = int(pop("MEMORY", r)["MEMORY"])
-                alias = int(pop("ALIAS", r)["ALIAS"])
-                if r in binding:
-                    raise TraceError(f"CALL {j['NAME']}: result {r!r} already exists")
-                if alias >= 0:
-                    if alias >= len(args):
-                        raise TraceError(f"{r}: ALIAS {alias} but {j['NAME']} has "
-                                         f"{len(args)} arguments")
-                    t = new_tensor(r, 0, True, idx, root[args[alias]])
-                else:
-                    t = new_tensor(r, align_up(mem, alignment), mem == 0, idx, None)
-                binding[r] = t
-                outs.append(t)
-            ops.append(OpSpec(f"{j['NAME']}#{idx}", op_inputs(args), tuple(outs),
-                              float(j.get("TIME", 0)), 0, True, (), tuple(args), None, role))
-            steps.append(("call", idx))
-        elif ins == "MUTATE":
-            args = [need(a, f"MUTATE {j['NAME']}") for a in j["ARGS"]]
-            idx = len(ops)
-            outs = []
-            olds = []
-            for m in j["MUTATE"]:
-                old = args[int(m)]
-                base = root[old]
-                size = tensors[base].size
-                t = new_tensor(tensors[old].name + "$", size, tensors[base].external and
-                               size == 0, idx, None)
-                outs.append(t)
-                olds.append((j["ARGS"][int(m)], old))
-            ops.append(OpSpec(f"{j['NAME']}#{idx}", op_inputs(args), tuple(outs),
-                              float(j.get("TIME", 0)), 0, True, (), tuple(args), None, role))
-            steps.append(("call", idx))
-            for (nm, old), t in zip(olds, outs):
-                binding[nm] = t
-                release(old)
-        elif ins == "COPY":
-            src = need(j["SRC"], "COPY")
-            binding[j["DST"]] = src
-            refs[src] += 1
-        elif ins == "COPY_FROM":
-            src = need(j["SRC"], "COPY_FROM")
-            old = need(j["DST"], "COPY_FROM")
-            binding[j["DST"]] = src
-            refs[src] += 1
-            release(old)
-        elif ins == "RELEASE":
-            if j["NAME"] in binding:
-                t = binding.pop(j["NAME"])
-                release(t)
-        elif ins == "ANNOTATE":
-            if j.get("ANNOTATION") == "BACKWARD":
-                role = "backward"
-        elif ins in ("MEMORY", "ALIAS"):
-            raise TraceError(f"{ins} line for {j.get('NAME')!r} outside a CALL or CONSTANT")
-        elif ins == "PIN":
-            continue
-        else:
-            raise TraceError(f"unknown INSTRUCTION {ins!r}")
-    if outputs == "rematerialize":
-        for t in sorted({root[t] for t in binding.values()}):
-            if not tensors[t].external and refs[t] > 0:
-                steps.append(("get", t))
-    elif outputs != "ignore":
-        raise ValueError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
-    return Program(tensors, ops, steps, name)
 
 
 def replay_trace(source: Any, budget: int | None = None, *, ratio: float | None = None,
-                 heuristic: Any = "dtr", alignment: int = 1, ratio_of: str = "total",
-                 **options: Any) -> DTRTrace:
+                 ratio_of: str = "total", alignment: int = 1,
+                 options: DTROptions | None = None, **keywords: Any) -> DTRTrace:
     """Replay a DTR simulator trace in simulated mode; returns the `DTRTrace`. `ratio`
     is of the total peak (the trace's constants + arena peak) or, `ratio_of="arena"`,
-    of the arena peak."""
-    from .program import resolve_budget
+    of the arena peak. `alignment` rounds the trace's sizes; `options` (or their fields
+    as keywords) as for `simulate`."""
     program = source if isinstance(source, Program) else parse_trace(source, alignment)
     b = resolve_budget(program, budget, ratio, ratio_of)
-    return DTRRuntime(program, b, heuristic, **options).run()
+    return DTRRuntime(program, b, options=dtr_options(options, **keywords)).run()
 
 
 def write_trace(graph: Graph, dest: Any = None, *, costs: CostSpec = "flops",

@@ -1,9 +1,11 @@
-"""Budget sweeps: every heuristic at every budget ratio, one row each, and the DTR paper's
-picture of them (compute overhead against budget).
+"""DTR budget sweeps: every heuristic at every budget ratio, one row each.
 
     rows = sweep(step_graph, [0.8, 0.6, 0.4], ["dtr", "lru", "coop"])
     print(format_rows(rows))
-    plot_sweep(rows, static=[chen_sqrt(step_graph)])
+    plot_sweep(rows, static=[chen_sqrt(step_graph)])       # minigraph.viz.plots
+
+The DTR paper's picture of these rows (compute overhead against budget) is drawn by
+`minigraph.viz.plots.plot_sweep` [Kirisame 2021].
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ...errors import BudgetError, ThrashError
-from ...graph import Graph
-from .executor import DTRExecutor
-from .program import Program, as_program
-from .runtime import DTRRuntime, DTRTrace
+from ..errors import BudgetError, ThrashError
+from ..feeds import random_feeds
+from ..graph import Graph
+from ..runtime.dtr import DTRExecutor, DTROptions, DTRRuntime, DTRTrace, Program
+from ..runtime.dtr.options import dtr_options
+from ..runtime.dtr.program import CostSpec, as_program
 
 
 @dataclass
@@ -43,7 +46,7 @@ class SweepRow:
     defrags: int | None = None
     seconds: float | None = None
     measured_overhead: float | None = None  # real mode: kernel time / first-run kernel time
-    peak_bytes: int | None = None
+    peak_bytes: int | None = None           # the run's arena high-water mark
     error: str = ""
     ratio_of: str = "total"                 # what `ratio` is a fraction of
     arena_ratio: float | None = None        # budget / arena peak, whichever ratio_of
@@ -53,6 +56,66 @@ class SweepRow:
 
 
 Progress = Callable[[int, int, SweepRow], None]
+
+
+def sweep(graph: Graph | Program | Any, ratios: Sequence[float],
+          heuristics: Sequence[Any] = ("dtr",), mode: str = "sim", *,
+          progress: bool | Progress | None = None, feeds: Mapping[str, Any] | None = None,
+          ratio_of: str = "total", schedule: Sequence[str] | None = None,
+          alignment: int = 512, costs: CostSpec = "flops",
+          options: DTROptions | None = None, **keywords: Any) -> list[SweepRow]:
+    """Run DTR for every heuristic x budget ratio; one `SweepRow` each.
+
+    Ratios are of the total no-rematerialisation peak (external bytes + arena peak, the
+    DTR paper's definition: the arena gets ratio x total - external) or, with
+    `ratio_of="arena"`, of the arena peak alone; ratio 1.0 never evicts either way.
+
+    `graph`: a Graph, a Program, or a zoo `Model` (its graph; its feeds in real mode).
+    `mode`: "sim" (costs only) or "real" (kernels in one arena; `feeds` default to the
+    model's, or random ones). `progress`: True for a text bar on stderr, or a function
+    `(done, total, row)` (a widget can drive a progress bar with it). `schedule`,
+    `alignment`, `costs` build the program; `options` (or their fields as keywords:
+    `allocator`, `defrag`, `thrash_limit`, ...) run it, each heuristic in turn."""
+    if mode not in ("sim", "real"):
+        raise ValueError(f"mode must be 'sim' or 'real', not {mode!r}")
+    base = dtr_options(options, **keywords)
+    model = graph if hasattr(graph, "make_batch") else None
+    g = getattr(graph, "graph", graph) if model is not None else graph
+    program = as_program(g, schedule, alignment, costs)
+    if mode == "real":
+        if not isinstance(g, Graph):
+            raise ValueError("real mode needs a Graph (kernels), not a Program")
+        if feeds is None:
+            feeds = model.feeds() if model is not None else random_feeds(g)
+    cb: Progress | None = _progress_printer if progress is True else (progress or None)
+    bounds = program.bounds()
+    total = len(ratios) * len(heuristics)
+    rows: list[SweepRow] = []
+    for h in heuristics:
+        hname = h if isinstance(h, str) else getattr(h, "name", getattr(h, "__name__", "custom"))
+        opts = base.replace(heuristic=h)
+        for r in ratios:
+            budget = bounds.arena_budget(r, ratio_of)
+            tr, err = None, None
+            try:
+                if budget < 0:
+                    raise BudgetError(f"{r:g} x the total peak leaves no arena: the "
+                                      f"{bounds.external:,} B outside it exceed that",
+                                      minimum=bounds.lower)
+                if mode == "sim":
+                    tr = DTRRuntime(program, budget, options=opts).run()
+                else:
+                    ex = DTRExecutor(g, budget, schedule=schedule, alignment=alignment,
+                                     costs=costs, options=opts)
+                    ex.run(feeds)
+                    tr = ex.last_trace
+            except (BudgetError, ThrashError) as e:
+                err = e
+            rows.append(_row(program.name, hname, r, budget, mode, tr, err, ratio_of,
+                             bounds.ratios(budget)[1]))
+            if cb is not None:
+                cb(len(rows), total, rows[-1])
+    return rows
 
 
 def _row(name: str, h: str, ratio: float, budget: int, mode: str,
@@ -79,69 +142,6 @@ def _progress_printer(done: int, total: int, row: SweepRow) -> None:
     sys.stderr.flush()
 
 
-def sweep(graph: Graph | Program | Any, ratios: Sequence[float],
-          heuristics: Sequence[Any] = ("dtr",), mode: str = "sim", *,
-          progress: bool | Progress | None = None, feeds: Mapping[str, Any] | None = None,
-          ratio_of: str = "total", **options: Any) -> list[SweepRow]:
-    """Run DTR for every heuristic x budget ratio; one `SweepRow` each.
-
-    Ratios are of the total no-rematerialisation peak (external bytes + arena peak, the
-    DTR paper's definition: the arena gets ratio x total - external) or, with
-    `ratio_of="arena"`, of the arena peak alone; ratio 1.0 never evicts either way.
-
-    `graph`: a Graph, a Program, or a zoo `Model` (its graph; its feeds in real mode).
-    `mode`: "sim" (costs only) or "real" (kernels in one arena; `feeds` default to the
-    model's, or random ones). `progress`: True for a text bar on stderr, or a function
-    `(done, total, row)` (a widget can drive a progress bar with it). Other keywords go to
-    the runtime (`costs`, `alignment`, `allocator`, `sample`, `thrash_limit`, `schedule`,
-    `heuristic_args`, ...)."""
-    if mode not in ("sim", "real"):
-        raise ValueError(f"mode must be 'sim' or 'real', not {mode!r}")
-    model = graph if hasattr(graph, "make_batch") else None
-    g = getattr(graph, "graph", graph) if model is not None else graph
-    schedule = options.pop("schedule", None)
-    alignment = options.pop("alignment", 512)
-    costs = options.pop("costs", "flops")
-    program = as_program(g, schedule, alignment, costs)
-    if mode == "real":
-        if not isinstance(g, Graph):
-            raise ValueError("real mode needs a Graph (kernels), not a Program")
-        if feeds is None:
-            if model is not None:
-                feeds = model.feeds()
-            else:
-                from .examples import feeds_for
-                feeds = feeds_for(g)
-    cb: Progress | None = _progress_printer if progress is True else (progress or None)
-    bounds = program.bounds()
-    total = len(ratios) * len(heuristics)
-    rows: list[SweepRow] = []
-    for h in heuristics:
-        hname = h if isinstance(h, str) else getattr(h, "name", getattr(h, "__name__", "custom"))
-        for r in ratios:
-            budget = bounds.arena_budget(r, ratio_of)
-            tr, err = None, None
-            try:
-                if budget < 0:
-                    raise BudgetError(f"{r:g} x the total peak leaves no arena: the "
-                                      f"{bounds.external:,} B outside it exceed that",
-                                      minimum=bounds.lower)
-                if mode == "sim":
-                    tr = DTRRuntime(program, budget, h, **options).run()
-                else:
-                    ex = DTRExecutor(g, budget, heuristic=h, schedule=schedule,
-                                     alignment=alignment, costs=costs, **options)
-                    ex.run(feeds)
-                    tr = ex.last_trace
-            except (BudgetError, ThrashError) as e:
-                err = e
-            rows.append(_row(program.name, hname, r, budget, mode, tr, err, ratio_of,
-                             bounds.ratios(budget)[1]))
-            if cb is not None:
-                cb(len(rows), total, rows[-1])
-    return rows
-
-
 def format_rows(rows: Sequence[SweepRow]) -> str:
     """A markdown table: one line per run; `budget (of)` says which peak the ratio is of
     ("total": with the external bytes, the DTR paper's; "arena": activations only)."""
@@ -160,49 +160,3 @@ def format_rows(rows: Sequence[SweepRow]) -> str:
                    f"{f(None if r.search_seconds is None else r.search_seconds * 1e3, '.1f')}"
                    f" | {f(r.measured_overhead, '.2f')} |")
     return "\n".join(out)
-
-
-def plot_sweep(rows: Sequence[SweepRow], static: Sequence[Any] = (), ax: Any = None,
-               title: str | None = None, ymax: float | None = None) -> Any:
-    """Compute overhead against budget ratio, one line per heuristic (the DTR paper's
-    figure); runs that failed are marked with an x at the top. `static`: StaticResults
-    (sqrt(n), checkmate) drawn as points at their peak ratio. Returns the Axes."""
-    import matplotlib.pyplot as plt
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
-    by: dict[str, list[SweepRow]] = {}
-    for r in rows:
-        by.setdefault(r.heuristic, []).append(r)
-    ok_vals = [r.overhead for r in rows if r.status == "ok"] + \
-        [s.overhead for s in static]
-    top = ymax or (max(ok_vals) * 1.05 if ok_vals else 2.0)
-    for h, rs in by.items():
-        rs = sorted(rs, key=lambda r: r.ratio)
-        good = [r for r in rs if r.status == "ok"]
-        line, = ax.plot([r.ratio for r in good], [r.overhead for r in good], "o-", ms=4,
-                        label=h)
-        bad = [r for r in rs if r.status != "ok"]
-        if bad:
-            ax.plot([r.ratio for r in bad], [top] * len(bad), "x", color=line.get_color())
-    markers = {"sqrt(n)": "s", "checkmate": "*"}
-    of = rows[0].ratio_of if rows else "total"
-    for s in static:
-        x = s.total_ratio if of == "total" else s.ratio
-        ax.plot([x], [s.overhead], markers.get(s.method, "D"), ms=9, color="k",
-                mfc="none" if s.method == "sqrt(n)" else "gold", label=s.method)
-    handles, labels = ax.get_legend_handles_labels()
-    seen: dict[str, Any] = {}
-    for hd, lb in zip(handles, labels):
-        seen.setdefault(lb, hd)
-    ax.legend(seen.values(), seen.keys(), fontsize=8)
-    ax.set_xlabel("budget / no-rematerialisation peak" +
-                  (" (total: with parameters, inputs, outputs)" if of == "total" else
-                   " (arena only)"))
-    ax.set_ylabel("compute / base compute")
-    ax.set_ylim(0.95, top * 1.02)
-    ax.invert_xaxis()
-    ax.grid(alpha=0.3)
-    if title or rows:
-        ax.set_title(title or f"DTR on {rows[0].graph}")
-    return ax
-

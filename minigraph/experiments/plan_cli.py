@@ -16,7 +16,11 @@ import sys
 import time
 
 from ..errors import MinigraphError
-from .buffers import arena_size, theoretical_minimum, validate_offsets
+from ..memory.api import MemoryOptions, plan_memory
+from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
+from ..memory.csvio import read_plan, read_problem, write_plan
+from ..memory.planners import get_planner, plan_buffers
+from ..models import get_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -66,7 +70,6 @@ def _planner_args(args: argparse.Namespace) -> dict:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .csvio import read_plan
     buffers, offsets = read_plan(args.check)
     validate_offsets(buffers, offsets)
     print(f"{args.check}: valid plan")
@@ -76,8 +79,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _plan_csv(args: argparse.Namespace) -> int:
-    from .csvio import read_problem, write_plan
-    from .planners import get_planner, plan_buffers
     buffers = read_problem(args.file)
     get_planner(args.planner)          # load the planners (and fail early) before timing
     t0 = time.perf_counter()
@@ -85,7 +86,7 @@ def _plan_csv(args: argparse.Namespace) -> int:
                                       **_planner_args(args))
     seconds = time.perf_counter() - t0
     print(f"{args.file}: planner {args.planner}, alignment {args.alignment or 1}")
-    _report(len(buffers), theoretical_minimum(aligned), arena_size(aligned, placement.offsets),
+    _report(len(buffers), theoretical_minimum(aligned), placement.arena_bytes,
             seconds, placement.note, no_reuse=sum(b.size for b in aligned))
     if args.output:
         write_plan(args.output, aligned, placement.offsets)
@@ -94,14 +95,8 @@ def _plan_csv(args: argparse.Namespace) -> int:
 
 
 def _plan_model(args: argparse.Namespace) -> int:
-    try:
-        from ..models import get_model  # written alongside; optional here
-    except ImportError as e:
-        print(f"error: the model zoo is not available ({e})", file=sys.stderr)
-        return 1
-    from .api import MemoryOptions, plan_memory
     graph = get_model(args.model, batch=args.batch).graph
-    options = MemoryOptions(sharing=args.planner, order=args.order,
+    options = MemoryOptions(planner=args.planner, order=args.order,
                             alignment=args.alignment or 512, planner_args=_planner_args(args))
     report = plan_memory(graph, options)
     print(f"{args.model} (batch {args.batch}): {len(graph.nodes)} nodes, planner "
@@ -109,7 +104,6 @@ def _plan_model(args: argparse.Namespace) -> int:
     _report(len(report.plan.offsets), report.theoretical_minimum, report.arena_bytes,
             report.seconds, report.plan.note, no_reuse=report.no_reuse_bytes)
     if args.output:
-        from .csvio import write_plan
         write_plan(args.output, report.plan.buffers(), report.plan.offsets)
         print(f"plan written to {args.output}")
     return 0
@@ -134,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (`python -m minigraph.memory.cli_plan ...`)."""
+    """Stand-alone entry point (`python -m minigraph.experiments.plan_cli ...`)."""
     parser = add_arguments(argparse.ArgumentParser(prog="minigraph plan",
                                                    description=__doc__.splitlines()[0]))
     return run(parser.parse_args(argv))

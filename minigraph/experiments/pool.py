@@ -14,15 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from ...backend import cupy_module
-from ...errors import DeviceError
-from ...graph import Graph, _fmt_bytes
-from ..liveness import liveness
-from ..orders import schedule as make_schedule
-from .base import AllocatorResult
-from .caching import CupyPoolAllocator
+from ..backend import cupy_module
+from ..errors import DeviceError
+from ..feeds import random_feeds
+from ..graph import Graph, fmt_bytes
+from ..memory.liveness import liveness
+from ..memory.online.base import AllocatorResult
+from ..memory.online.caching import CupyPoolAllocator
+from ..memory.orders import schedule as make_schedule
+from ..runtime.kernels import kernel_context, run_kernel
 
 
 @dataclass
@@ -49,24 +49,13 @@ class PoolMeasurement:
 
     def summary(self) -> str:
         p = self.predicted
-        return (f"CuPy pool, {len(self.schedule)} ops: peak used {_fmt_bytes(self.peak_used)}, "
-                f"peak reserved {_fmt_bytes(self.peak_total)}; simulated cupy-pool: peak "
-                f"allocated {_fmt_bytes(p.peak_allocated)}, reserved "
-                f"{_fmt_bytes(p.peak_reserved)}")
+        return (f"CuPy pool, {len(self.schedule)} ops: peak used {fmt_bytes(self.peak_used)}, "
+                f"peak reserved {fmt_bytes(self.peak_total)}; simulated cupy-pool: peak "
+                f"allocated {fmt_bytes(p.peak_allocated)}, reserved "
+                f"{fmt_bytes(p.peak_reserved)}")
 
     def __repr__(self) -> str:
         return f"PoolMeasurement({self.summary()})"
-
-
-def _feeds(graph: Graph, seed: int) -> dict[str, np.ndarray]:
-    from ...runtime.executor import init_params
-    rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = dict(init_params(graph, seed))
-    for t in graph.leaves("input"):
-        dt = np.dtype(t.dtype)
-        out[t.name] = (np.zeros(t.shape, dt) if dt.kind in "iub" else
-                       rng.standard_normal(t.shape).astype(dt))
-    return out
 
 
 def measure_cupy_pool(graph: Graph, schedule: Sequence[str] | None = None, *,
@@ -80,10 +69,9 @@ def measure_cupy_pool(graph: Graph, schedule: Sequence[str] | None = None, *,
         raise DeviceError("measure_cupy_pool needs CuPy and a CUDA device; neither is "
                           "visible here (the simulators in minigraph.memory.online run "
                           "anywhere)")
-    from ...ops.registry import KernelContext, get_op
     sched = tuple(schedule) if schedule is not None else tuple(make_schedule(graph, order))
     live = liveness(graph, sched, alignment=1)
-    feeds = dict(feeds) if feeds is not None else _feeds(graph, seed)
+    feeds = dict(feeds) if feeds is not None else random_feeds(graph, seed)
     pool = cp.cuda.MemoryPool()
     used: list[int] = []
     total: list[int] = []
@@ -108,10 +96,8 @@ def measure_cupy_pool(graph: Graph, schedule: Sequence[str] | None = None, *,
                     continue
                 arrays[o] = arrays[t.alias_of] if t.alias_of else \
                     cp.empty(t.shape, dtype=t.dtype)
-            ctx = KernelContext(cp, node.name, 0, seed)
-            get_op(node.op).forward(ctx, node.attr, [arrays[i] for i in node.inputs],
-                                    [arrays[o] for o in node.outputs])
-            del ctx
+            run_kernel(node, [arrays[i] for i in node.inputs],
+                       [arrays[o] for o in node.outputs], kernel_context(cp, node, 0, seed))
             for n in ends.get(step, ()):
                 arrays.pop(n, None)
             cp.cuda.Device().synchronize()

@@ -1,0 +1,231 @@
+"""The budgets that matter for one program, computed from the program alone.
+
+`lower`: no smaller budget can work. `safe`: the runtime always finishes at it. `peak`: the
+arena a run without rematerialisation needs under the runtime's first-fit allocator.
+`live`: the same with an ideal allocator. Each is a plain walk over the program's steps;
+none builds a runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...errors import BudgetError
+from .allocator import FirstFitArena
+
+# A tensor's state in a run (the runtime's, runtime.py): not yet computed, resident,
+# evicted (or fake-deleted: bytes released, metadata kept), freed for good, outside the arena
+NEW, RES, EVI, FREED, EXT = range(5)
+STATE_NAMES = ("new", "resident", "evicted", "freed", "external")
+
+if TYPE_CHECKING:
+    from .program import Program
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Budgets that matter for one program (bytes of arena).
+
+    `lower`: the largest single-op footprint (inputs + outputs + workspace resident at
+    once) plus bytes that can never be evicted; no smaller budget can work, and the
+    runtime refuses one at once. `safe`: a budget at which the runtime is guaranteed to
+    finish (it rematerialises inputs in the order this bound assumes; see `Program`).
+    `peak`: the arena this runtime needs without rematerialisation under its first-fit
+    allocator (the highest address a no-evict run reaches, workspace included): arena
+    ratio 1.0 never evicts. `live`: the largest sum of live bytes plus workspace (the
+    same run with an ideal allocator; <= peak). `external`: bytes outside the arena that
+    are never evicted (parameters, inputs, constants, graph outputs); `total` = external +
+    peak, the DTR paper's "peak memory of the unmodified run"."""
+    lower: int
+    safe: int
+    peak: int
+    external: int = 0
+    live: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.external + self.peak
+
+    def arena_budget(self, ratio: float, ratio_of: str = "total") -> int:
+        """Arena bytes for a budget `ratio` of the total peak (the DTR paper's definition:
+        ratio x total - external) or, with `ratio_of="arena"`, of the arena peak."""
+        if ratio_of == "total":
+            return int(ratio * self.total) - self.external
+        if ratio_of == "arena":
+            return int(ratio * self.peak)
+        raise ValueError(f"ratio_of must be 'total' or 'arena', not {ratio_of!r}")
+
+    def ratios(self, budget: int) -> tuple[float, float]:
+        """(of total, of arena) for an arena budget in bytes."""
+        return ((budget + self.external) / self.total if self.total else 1.0,
+                budget / self.peak if self.peak else 1.0)
+
+    def __repr__(self) -> str:
+        return (f"Bounds(lower={self.lower}, safe={self.safe}, peak={self.peak}, "
+                f"external={self.external}, live={self.live})")
+
+
+def check_budget(program: Program, budget: int) -> None:
+    """BudgetError unless `budget` is at least the program's `Bounds.lower`."""
+    b = program.bounds()
+    if budget < b.lower:
+        raise BudgetError(
+            f"budget {budget:,} B is below the smallest budget that could work for "
+            f"{program.name}: {b.lower:,} B (the largest op footprint, inputs + "
+            f"outputs + workspace resident at once, plus bytes that can never be "
+            f"evicted)", minimum=b.lower)
+
+
+def program_bounds(p: Program) -> tuple[Bounds, list[list[int]], list[int]]:
+    """The `Bounds` of `p`, the order in which each op's inputs are made resident, and the
+    order of the final "get" steps (both as `safe` assumes them; the runtime follows them).
+
+    safe: R(op) = max(footprint(op), max_j (bytes of inputs before j + R(producer of
+    input j))), inputs sorted by R - size, largest first (as Sethi-Ullman order
+    registers): the memory a replay needs when everything unpinned may be evicted.
+    """
+    lower, safe, order, replay_need = _op_bounds(p)
+    gets, lower, safe = _get_bounds(p, replay_need, lower, safe)
+    capacity = sum(p.tensors[o].size for s, k in p.steps if s == "call"
+                   for o in p.ops[k].outputs if p.arena[o])
+    capacity += sum(p.ops[k].workspace for s, k in p.steps if s == "call")
+    peak = no_evict_peak(p, max(capacity, lower))
+    return Bounds(lower, max(safe, lower), peak, p.external_bytes, live_peak(p)), order, gets
+
+
+def _pinned_total(p: Program) -> int:
+    """Arena bytes that can never be evicted (outputs of stateful ops)."""
+    return sum(t.size for k, t in enumerate(p.tensors) if p.arena[k] and not p.replayable[k])
+
+
+def _op_bounds(p: Program) -> tuple[int, int, list[list[int]], list[int]]:
+    """lower and safe over the ops, each op's input order, and R per op."""
+    arena, size, replayable = p.arena, [t.size for t in p.tensors], p.replayable
+    pinned_total = _pinned_total(p)
+    R = [0] * len(p.ops)
+    lower = safe = 0
+    order = []
+    for k, op in enumerate(p.ops):
+        ext = [i for i in op.inputs if not arena[i]]
+        ins = [i for i in op.inputs if arena[i]]
+
+        def r(i: int) -> int:
+            return R[p.tensors[i].producer] if replayable[i] else 0
+        ins.sort(key=lambda i: size[i] - r(i))
+        order.append(ext + ins)
+        outs = [o for o in op.outputs if arena[o]]
+        fp = sum(size[i] for i in ins) + sum(size[o] for o in outs) + op.workspace
+        need, prefix = fp, 0
+        for i in ins:
+            need = max(need, prefix + r(i))
+            prefix += size[i]
+        R[k] = need
+        own_pinned = sum(size[t] for t in ins + outs if not replayable[t])
+        lower = max(lower, fp + pinned_total - own_pinned)
+        safe = max(safe, need + pinned_total - own_pinned)
+    return lower, safe, order, R
+
+
+def _get_bounds(p: Program, R: list[int], lower: int, safe: int) -> tuple[list[int], int, int]:
+    """"get" steps (a trace's outputs) are made resident one after the other and stay
+    pinned: they are fetched in the same order as an op's inputs."""
+    size, pinned_total = [t.size for t in p.tensors], _pinned_total(p)
+    gets = [t for s, t in p.steps if s == "get" and p.arena[t]]
+
+    def rg(t: int) -> int:
+        return R[p.tensors[t].producer] if p.replayable[t] else 0
+    gets.sort(key=lambda t: size[t] - rg(t))
+    prefix = 0
+    for t in gets:
+        safe = max(safe, prefix + rg(t) + pinned_total)
+        prefix += size[t]
+    return gets, max(lower, prefix), max(safe, prefix + pinned_total)
+
+
+def live_peak(p: Program) -> int:
+    """The largest sum of live planned bytes plus the running op's workspace (= the
+    liveness theoretical minimum of `minigraph.memory` when no op declares workspace):
+    the no-rematerialisation peak with an ideal allocator, <= `peak`."""
+    live = best = 0
+    alive = [False] * len(p.tensors)
+    for s, x in p.steps:
+        if s == "call":
+            op = p.ops[x]
+            for o in op.outputs:
+                if p.arena[o] and not alive[o]:
+                    alive[o] = True
+                    live += p.tensors[o].size
+            best = max(best, live + op.workspace)
+        elif s == "release" and alive[x]:
+            alive[x] = False
+            live -= p.tensors[x].size
+    return best
+
+
+def no_evict_peak(p: Program, capacity: int) -> int:
+    """The highest address the runtime's first-fit arena reaches in a run that never
+    evicts (`capacity` large enough): the runtime's own allocations, in its order.
+
+    A call places its outputs, then its workspace, which it gives back after the kernel.
+    A release gives the bytes back at once (a free, or a fake delete that keeps the
+    metadata for a recomputation) unless the tensor cannot be recomputed and something
+    computed from it still could be; such a tensor goes when the last of those is freed
+    for good (the runtime's `hold` counts). A run with exactly this budget makes the same
+    allocations at the same offsets, so it never evicts either."""
+    arena = FirstFitArena(capacity)
+    n = len(p.tensors)
+    state = [EXT if t.external else NEW for t in p.tensors]
+    addr, hold, dead = [-1] * n, [0] * n, [False] * n
+    for kind, x in p.steps:
+        if kind == "call":
+            _no_evict_call(p, x, arena, state, addr, hold, dead)
+        elif kind == "release" and state[x] != EXT:
+            dead[x] = True
+            if state[x] == RES and hold[x] and p.replayable[x]:
+                arena.free(addr[x])                # fake delete: the metadata stays
+                state[x] = EVI
+            elif state[x] in (RES, EVI) and hold[x] == 0:
+                _free(p, x, arena, state, addr, hold, dead)
+    return arena.high_water
+
+
+def _no_evict_call(p: Program, k: int, arena: FirstFitArena, state: list[int],
+                   addr: list[int], hold: list[int], dead: list[bool]) -> None:
+    op = p.ops[k]
+    placed = []
+    for o in op.outputs:
+        if p.arena[o] and state[o] != RES:
+            addr[o] = arena.alloc(p.tensors[o].size, o)
+            placed.append((o, state[o]))
+    if op.workspace:
+        arena.free(arena.alloc(op.workspace, ("ws", k)))
+    for o, st in placed:
+        if st == FREED:                            # written, not wanted
+            arena.free(addr[o])
+            continue
+        state[o] = RES
+        if st == NEW and p.replayable[o]:
+            for i in op.inputs:
+                hold[i] += 1
+        elif st == EVI and dead[o] and hold[o] == 0:
+            _free(p, o, arena, state, addr, hold, dead)
+
+
+def _free(p: Program, t: int, arena: FirstFitArena, state: list[int], addr: list[int],
+          hold: list[int], dead: list[bool]) -> None:
+    """Free t for good, then every dead tensor it was the last to hold (the runtime's
+    `_free`)."""
+    work = [t]
+    while work:
+        x = work.pop()
+        if state[x] not in (RES, EVI):
+            continue
+        if state[x] == RES:
+            arena.free(addr[x])
+        state[x] = FREED
+        if p.replayable[x]:
+            for i in p.ops[p.tensors[x].producer].inputs:
+                hold[i] -= 1
+                if hold[i] == 0 and dead[i] and state[i] in (RES, EVI):
+                    work.append(i)

@@ -1,0 +1,87 @@
+"""Every option of the DTR runtime in one frozen record, the same in both modes.
+
+`simulate`, `DTRExecutor`, `replay_trace`, the sweeps and `DTRRuntime` itself all take a
+`DTROptions` (or its fields as keywords: `heuristic="lru"` is `DTROptions(heuristic="lru")`).
+A keyword that is not a field raises `DTROptionError` naming the fields, so a typo never
+runs the defaults silently. What is *run* (the graph, its schedule, alignment and costs)
+and *how much memory* (a budget or a ratio) are arguments of their own, not options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from ...errors import MinigraphError
+from .allocator import ALLOCATORS
+from .heuristics import get_heuristic
+
+DEFRAG_MODES = ("first", "last-resort", "never")
+
+
+class DTROptionError(MinigraphError, ValueError):
+    """An unknown DTR option, or a value an option does not take."""
+
+
+@dataclass(frozen=True)
+class DTROptions:
+    """How the DTR runtime runs.
+
+    `heuristic`: a name of `HEURISTICS`, a `Heuristic` or a function `score(t, now)`;
+    `heuristic_args` are bound to it (megengine's a, b, c, r; coop's `cost`).
+    `allocator`: "first-fit" (addresses, fragmentation) or "ideal" (a counter; simulated
+    mode only). `defrag`: when the free bytes would suffice but no block is large enough,
+    "first" compacts at once, as MegEngine does [MegEngine 2021] (since v1.7 "defrag is on
+    by default"); "last-resort" evicts by the heuristic and compacts only when nothing is
+    left to evict; "never" only evicts. `dead_first`: a dead tensor kept after a
+    rematerialisation is evicted before any live one; False scores it like any other, as
+    the DTR authors' simulator does [Kirisame 2021]. `sample`: False, True for ~sqrt(N)
+    candidates at seeded random strides, or a count; `seed` seeds it. `thrash_limit`: stop
+    with ThrashError when rematerialisation costs more than this many times the base
+    cost. `timeline`: record (clock, bytes in use) after every op. `select`: a function
+    `(candidates, need) -> TensorView | None` that replaces the default victim choice.
+    """
+    heuristic: Any = "dtr"
+    heuristic_args: Mapping[str, Any] | None = None
+    allocator: str = "first-fit"
+    defrag: str = "first"
+    dead_first: bool = True
+    sample: bool | int = False
+    seed: int = 0
+    thrash_limit: float = 10.0
+    timeline: bool = True
+    select: Callable[[list, int], Any] | None = None
+
+    def __post_init__(self) -> None:
+        get_heuristic(self.heuristic)       # KeyError naming the known ones
+        if self.allocator not in ALLOCATORS:
+            raise DTROptionError(f"allocator must be one of {', '.join(ALLOCATORS)}, "
+                                 f"not {self.allocator!r}")
+        if self.defrag not in DEFRAG_MODES:
+            raise DTROptionError(f"defrag must be one of {', '.join(DEFRAG_MODES)}, "
+                                 f"not {self.defrag!r}")
+
+    def replace(self, **changes: Any) -> DTROptions:
+        """A copy with `changes` (option names checked)."""
+        return replace(self, **_checked(changes))
+
+
+OPTION_NAMES = tuple(f.name for f in fields(DTROptions))
+
+
+def _checked(keywords: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = [k for k in keywords if k not in OPTION_NAMES]
+    if unknown:
+        raise DTROptionError(f"unknown DTR option {unknown[0]!r}; the options are "
+                             f"{', '.join(OPTION_NAMES)}")
+    return dict(keywords)
+
+
+def dtr_options(options: DTROptions | None = None, **keywords: Any) -> DTROptions:
+    """`options` (default `DTROptions()`) with `keywords` replaced: every entry point's
+    one way of reading its options."""
+    if options is not None and not isinstance(options, DTROptions):
+        raise DTROptionError(f"options must be a DTROptions, not {type(options).__name__}")
+    base = options if options is not None else DTROptions()
+    return base.replace(**keywords) if keywords else base

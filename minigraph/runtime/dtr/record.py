@@ -1,0 +1,121 @@
+"""What one DTR run did: `DTRTrace`, the record both modes return.
+
+Costs (base and extra compute), counts (evictions, fake deletes, frees, replays,
+defragmentations), fragmentation samples, and the alloc/free events an allocator simulator
+can replay (`minigraph.memory.online`). Pictures of it are drawn by `minigraph.viz`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class DTRTrace:
+    """What one DTR run did: costs, counts, fragmentation, and the alloc/free events.
+
+    `events`: ("alloc" | "free", tensor name, bytes) in order, recomputations included
+    (workspace blocks are named "<node>#workspace"); an allocator simulator can replay it.
+    Defragmentation moves are not in `events` (they move blocks, sizes do not change).
+    """
+    program: str
+    heuristic: str
+    mode: str
+    budget: int
+    peak: int                     # no-rematerialisation arena, first fit (arena ratio 1.0)
+    lower: int                    # smallest budget that could work
+    safe: int                     # budget at which the runtime is guaranteed to finish
+    base_cost: float              # cost of running every op once
+    external: int = 0             # bytes outside the arena (params, inputs, outputs)
+    extra_cost: float = 0.0       # cost of rematerialisations
+    evictions: int = 0            # tensors evicted to make room (kept dead ones too)
+    fake_deletes: int = 0         # releases at a tensor's last use, metadata kept
+    frees: int = 0                # tensors really freed
+    rematerializations: int = 0   # op re-executions
+    remat_tensors: int = 0        # tensors brought back by them
+    defrags: int = 0
+    moved_bytes: int = 0          # bytes copied by defragmentation
+    reliefs: int = 0              # times pinned inputs of waiting frames were let go
+    frag_samples: list[float] = field(default_factory=list, repr=False)
+    frag_forced_evictions: int = 0
+    search_seconds: float = 0.0
+    seconds: float = 0.0
+    kernel_seconds: float = 0.0       # real mode: time inside kernels (all executions)
+    base_kernel_seconds: float = 0.0  # real mode: time inside first executions
+    max_used: int = 0                 # high-water mark of the arena
+    external_copy_bytes: int = 0
+    workspace_overflow: int = 0       # real mode: scratch bytes beyond declared workspace
+    events: list[tuple[str, str, int]] = field(default_factory=list, repr=False)
+    evicted: list[str] = field(default_factory=list, repr=False)   # names, in order
+    timeline: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    outputs: dict[str, Any] = field(default_factory=dict, repr=False)
+    remat_checked: int = 0
+    remat_mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def total_cost(self) -> float:
+        return self.base_cost + self.extra_cost
+
+    @property
+    def overhead(self) -> float:
+        """Total compute / base compute (1.0 = no rematerialisation)."""
+        return self.total_cost / self.base_cost if self.base_cost else 1.0
+
+    @property
+    def extra_compute(self) -> float:
+        """Extra compute / base compute."""
+        return self.extra_cost / self.base_cost if self.base_cost else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Budget over the arena peak (`ratio_of="arena"`)."""
+        return self.budget / self.peak if self.peak else 1.0
+
+    @property
+    def total_ratio(self) -> float:
+        """(budget + external) over (arena peak + external): the DTR paper's budget
+        ratio, of the total peak memory of the unmodified run (`ratio_of="total"`)."""
+        t = self.peak + self.external
+        return (self.budget + self.external) / t if t else 1.0
+
+    @property
+    def fragmentation(self) -> float:
+        """Mean free bytes / budget at eviction decisions (Coop's measure); 0 if none."""
+        s = self.frag_samples
+        return sum(s) / len(s) if s else 0.0
+
+    @property
+    def measured_overhead(self) -> float | None:
+        if not self.base_kernel_seconds:
+            return None
+        return self.kernel_seconds / self.base_kernel_seconds
+
+    def summary(self) -> str:
+        lines = [f"DTR {self.heuristic} ({self.mode}) on {self.program}: arena budget "
+                 f"{self.budget:,} B = {self.total_ratio:.2f} x total peak "
+                 f"{self.peak + self.external:,} B = {self.ratio:.2f} x arena peak "
+                 f"{self.peak:,} B (lower bound {self.lower:,}, safe {self.safe:,})",
+                 f"  compute x{self.overhead:.3f} ({self.rematerializations} op replays, "
+                 f"{self.remat_tensors} tensors rematerialised), {self.evictions} evictions "
+                 f"({self.frag_forced_evictions} forced by fragmentation), "
+                 f"{self.fake_deletes} fake deletes, {self.defrags} defrags "
+                 f"({self.moved_bytes:,} B moved)",
+                 f"  fragmentation {self.fragmentation:.3f}, arena high-water "
+                 f"{self.max_used:,} B, search {self.search_seconds * 1000:.1f} ms, run "
+                 f"{self.seconds * 1000:.1f} ms"]
+        if self.measured_overhead is not None:
+            lines.append(f"  kernels {self.kernel_seconds * 1000:.1f} ms, measured x"
+                         f"{self.measured_overhead:.3f}")
+        if self.remat_checked:
+            lines.append(f"  {self.remat_checked} rematerialised tensors checked, "
+                         f"{len(self.remat_mismatches)} differ from their first value")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"DTRTrace({self.heuristic}, {self.mode}, ratio {self.ratio:.2f}: compute "
+                f"x{self.overhead:.3f}, {self.evictions} evictions, {self.rematerializations}"
+                f" replays)")
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{self.summary()}</pre>"

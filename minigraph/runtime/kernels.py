@@ -1,0 +1,33 @@
+"""The one kernel runner: a node's kernel, run into output arrays its caller placed.
+
+The arena executor, DTR's real mode and the CuPy pool measurement all run kernels this
+way; each decides only *where* the arrays live (an arena view, a fresh buffer, a pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import GraphError
+from ..graph import Node
+from ..ops.registry import KernelContext, get_op
+
+
+def run_kernel(node: Node, inputs: Sequence[Any], outputs: Sequence[Any], ctx: KernelContext,
+               during: str = "") -> KernelContext:
+    """`get_op(node.op).forward(ctx, node.attr, inputs, outputs)`: the kernel writes into
+    `outputs`; `ctx` (a `KernelContext`: the array module, the step, scratch space) is
+    returned, its `workspace_bytes` counted. A failing kernel raises GraphError naming the
+    node and its inputs (`during` says where, e.g. " under DTR")."""
+    try:
+        get_op(node.op).forward(ctx, node.attr, inputs, outputs)
+    except Exception as e:
+        raise GraphError(f"kernel of {node.op} failed at node {node.name} "
+                         f"({', '.join(node.inputs)}){during}: {e}") from e
+    return ctx
+
+
+def kernel_context(xp: Any, node: Node, step: int = 0, seed: int = 0) -> KernelContext:
+    """The plain context: scratch arrays are fresh buffers of `xp` (NumPy or CuPy)."""
+    return KernelContext(xp, node.name, step, seed)

@@ -1,0 +1,99 @@
+"""The shape of the code is part of the lesson: the layers of docs/ARCHITECTURE.md hold,
+imports are plain, and the modules a student opens can be read in one sitting."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "minigraph"
+
+
+def _modules(under: str = "") -> list[Path]:
+    return sorted((PACKAGE / under).rglob("*.py"))
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import statement in `path`, relative ones made absolute."""
+    tree = ast.parse(path.read_text())
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = parts[:-1]            # for __init__.py, parts[-1] is "__init__"
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package) if node.level else []
+            if node.level > 1:
+                base = base[:len(base) - (node.level - 1)]
+            if node.module:
+                out.append((node.lineno, ".".join(base + [node.module])))
+            else:                                   # `from . import ops`: the submodules
+                out += [(node.lineno, ".".join(base + [a.name])) for a in node.names]
+    return out
+
+
+@pytest.mark.skipif(shutil.which("lint-imports") is None and not Path(
+    sys.executable).with_name("lint-imports").exists(), reason="import-linter not installed")
+def test_the_layer_contract_holds() -> None:
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    r = subprocess.run([exe], cwd=PACKAGE.parent, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_no_module_of_the_package_imports_the_package_itself() -> None:
+    # `import minigraph` inside the package reaches the face (and through it every layer).
+    face = {"__init__.py", "__main__.py", "cli.py", "tour.py", "lessons.py"}
+    bad = [f"{p.relative_to(PACKAGE.parent)}:{line}" for p in _modules()
+           if p.parent != PACKAGE or p.name not in face
+           for line, mod in _imports(p) if mod in ("minigraph", "minigraph.__version__")]
+    assert not bad, bad
+
+
+def test_importlib_never_loads_our_own_modules() -> None:
+    bad = []
+    for p in _modules():
+        for k, text in enumerate(p.read_text().splitlines(), 1):
+            if "import_module(" in text or "pkgutil" in text:
+                bad.append(f"{p.relative_to(PACKAGE.parent)}:{k}: {text.strip()}")
+    assert not bad, bad
+
+
+def test_no_function_in_memory_or_runtime_is_longer_than_80_lines() -> None:
+    long = []
+    for p in _modules("memory") + _modules("runtime"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > 80:
+                    long.append(f"{p.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} "
+                                f"({n} lines)")
+    assert not long, long
+
+
+def test_no_dtr_module_is_longer_than_450_lines() -> None:
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in _modules("runtime/dtr")
+            if (n := len(p.read_text().splitlines())) > 450}
+    assert not long, long
+
+
+def test_code_cites_public_works_not_the_seed_documents() -> None:
+    seed = re.compile(r"\bseeds? 00[0-4]\b", re.IGNORECASE)
+    bad = [f"{p.relative_to(PACKAGE.parent)}:{k}" for p in _modules()
+           for k, text in enumerate(p.read_text().splitlines(), 1) if seed.search(text)]
+    assert not bad, bad
+
+
+def test_every_citation_key_in_the_code_is_in_the_references() -> None:
+    refs = (PACKAGE.parent / "docs" / "references.md").read_text()
+    keys = set(re.findall(r"\[([A-Z][A-Za-z-]+(?: [A-Za-z]+)* (?:\d{4}|[A-Z]{2,}))\]", refs))
+    cited = {(str(p.relative_to(PACKAGE.parent)), k) for p in _modules()
+             for k in re.findall(r"\[([A-Z][A-Za-z-]+(?: et al\.)? \d{4})\]", p.read_text())}
+    missing = sorted(c for c in cited if c[1] not in keys)
+    assert not missing, missing
