@@ -15,13 +15,11 @@ from minigraph.memory.planners.search import (
     FOUND,
     INFEASIBLE,
     PORTFOLIO,
-    Problem,
-    State,
-    exact_fill,
     feasible,
     plan_search,
-    waits_for_twin,
 )
+from minigraph.memory.planners.search_rules import exact_fill, waits_for_twin
+from minigraph.memory.planners.search_state import Problem, State
 
 # 13 buffers whose theoretical minimum (21 B) has no plan: the optimum is 22 B (the ILP
 # agrees). Found by sampling small random problems.
