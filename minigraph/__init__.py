@@ -10,6 +10,7 @@
 from .autodiff import grad, training_graph  # noqa: F401
 from .backend import gpu_available  # noqa: F401
 from .errors import (  # noqa: F401
+    AllocationError,
     BudgetError,
     CycleError,
     DeviceError,

@@ -4,6 +4,9 @@
     minigraph plan ...                          plan a model or a buffer file (experiments/plan_cli)
     minigraph models                            the model zoo
     minigraph lab                               open the lessons in JupyterLab
+
+A user's mistake (an unknown model, a bad option value, a file that is not a plan) prints
+one line, `minigraph ...: error: ...`, and exits 2; an internal error keeps its traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
+from .errors import MinigraphError
 from .experiments import plan_cli
+from .experiments.plan_cli import USAGE_ERROR, Parser, one_line, positive_int, positive_seconds
 from .models import DEFAULT_MODEL, MODELS
 from .tour import tour
 
@@ -25,10 +30,10 @@ def _add_tour(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tour", help="build, run and plan one model; print the memory table",
                        description="Build a zoo model's training graph, run one SGD step, "
                                    "and plan its memory with every technique in turn.")
-    p.add_argument("--model", default=None,
-                   help="zoo model (default: the zoo's DEFAULT_MODEL; see `minigraph models`)")
-    p.add_argument("--batch", type=int, default=None, help="batch size")
-    p.add_argument("--time-limit", type=float, default=0.5,
+    p.add_argument("--model", default=None, choices=list(MODELS), metavar="NAME",
+                   help=f"zoo model: {', '.join(MODELS)} (default {DEFAULT_MODEL})")
+    p.add_argument("--batch", type=positive_int, default=None, help="batch size")
+    p.add_argument("--time-limit", type=positive_seconds, default=0.5,
                    help="seconds for the searching planners (ilp, anneal); default 0.5")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"),
                    help="where to run the step (default cpu)")
@@ -71,8 +76,7 @@ def _add_plan(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_plan(rest: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="minigraph plan",
-                                     description="Plan a graph's memory and print the plan.")
+    parser = Parser(prog="minigraph plan", description="Plan a graph's memory and print the plan.")
     plan_cli.add_arguments(parser)
     return int(plan_cli.run(parser.parse_args(list(rest))) or 0)
 
@@ -105,7 +109,7 @@ def _run_lab(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="minigraph",
         description="minigraph: computation graphs, explicit backward graphs, and memory "
                     "planning you can switch on and off.")
@@ -129,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args) or 0)
+    except MinigraphError as e:      # a user's mistake found past the parser: one line
+        print(f"minigraph {args.command}: error: {one_line(e)}", file=sys.stderr)
+        return USAGE_ERROR
     except BrokenPipeError:          # `minigraph models | head`: not an error
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

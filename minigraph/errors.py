@@ -42,6 +42,11 @@ class PlanError(MinigraphError, ValueError):
     """A memory plan breaks a rule: overlap of live tensors, misalignment, out of arena."""
 
 
+class ScheduleError(PlanError, GraphError):
+    """A schedule that is not a topological order of this graph's nodes (a plan's schedule
+    made for another graph, a node listed twice or missing); a PlanError and a GraphError."""
+
+
 class BudgetError(MinigraphError, ValueError):
     """A DTR budget below what the graph needs; carries the smallest feasible budget."""
 
@@ -56,3 +61,15 @@ class ThrashError(MinigraphError, RuntimeError):
 
 class DeviceError(MinigraphError, RuntimeError):
     """The requested device (GPU) is not available, or the plan does not suit it."""
+
+
+class AllocationError(DeviceError, MemoryError):
+    """A run's tensors do not fit in the device's memory; names the tensor and the bytes."""
+
+
+class PlanTypeError(PlanError, TypeError):
+    """Something that is not a plan was given where a plan is expected."""
+
+
+class GradingError(MinigraphError, ValueError):
+    """A grader's setting is unusable (e.g. MINIGRAPH_TIME_SCALE); names the value."""

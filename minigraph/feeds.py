@@ -6,13 +6,20 @@ same seed gives the same arrays in a lesson, a test, a benchmark and the grader.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 import numpy as np
 
-from .graph import Graph
+from .backend import cupy_module
+from .errors import AllocationError
+from .graph import Graph, fmt_bytes
 
 
 def init_params(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     """Initial values of every parameter of `graph`, from each parameter's `init`."""
+    check_fits({t.name: t.nbytes for t in graph.leaves("param")}, "cpu",
+               f"the parameters of graph {graph.name!r}")
     rng = np.random.default_rng(seed)
     out = {}
     for t in graph.leaves("param"):
@@ -38,6 +45,8 @@ def random_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     Integer inputs are labels or indices, so they get valid ones: values below the last
     axis of the activations their readers also take (the logits' classes), else 0 or 1.
     """
+    check_fits({t.name: t.nbytes for t in graph.leaves("input", "param")}, "cpu",
+               f"the inputs and parameters of graph {graph.name!r}")
     rng = np.random.default_rng(seed)
     out = {}
     for t in graph.leaves("input"):
@@ -53,3 +62,38 @@ def _classes(graph: Graph, name: str) -> int:
     return max((graph.tensors[c].shape[-1] for n in graph.consumers[name]
                 for c in graph.node(n).inputs if graph.tensors[c].kind == "activation"
                 and graph.tensors[c].shape), default=2)
+
+
+# ---------------------------------------------------------------------------------------
+# Will it fit? Checked before anything is allocated
+# ---------------------------------------------------------------------------------------
+
+def memory_limit(device: str) -> int:
+    """Bytes a run may allocate on `device`: all of the GPU's memory, or the host's RAM.
+
+    The rule is "never more than the machine has": a run above it could only fail
+    midway (NumPy's MemoryError, or the kernel killing the process), so it is refused
+    before the first allocation. Below it a run may still fail when other programs hold
+    memory; that failure is an AllocationError too (see `Executor`)."""
+    if device == "gpu":
+        cp = cupy_module()
+        if cp is not None:
+            return int(cp.cuda.Device().mem_info[1])
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):   # not POSIX: no limit known
+        return 2**63 - 1
+
+
+def check_fits(sizes: Mapping[str, int], device: str, what: str) -> None:
+    """AllocationError unless the buffers `sizes` (name -> bytes), allocated together,
+    fit in `memory_limit(device)`; the message names the largest buffer and the total."""
+    total = sum(sizes.values())
+    limit = memory_limit(device)
+    if total <= limit or not sizes:
+        return
+    big = max(sizes, key=lambda k: sizes[k])
+    raise AllocationError(
+        f"{what} need {total:,} bytes ({fmt_bytes(total)}) on the {device}, which has "
+        f"{limit:,} ({fmt_bytes(limit)}); the largest buffer is {big}: {sizes[big]:,} bytes "
+        f"({fmt_bytes(sizes[big])})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CycleError, DTypeError, GraphError
+from .errors import CycleError, DTypeError, GraphError, ShapeError
 
 # ---------------------------------------------------------------------------------------
 # Building: tensor handles
@@ -61,8 +62,51 @@ def current_role() -> str:
     return _role
 
 
-def as_dtype(dtype: Any) -> str:
-    return np.dtype(dtype).name
+_DTYPE_KINDS = "biufc"   # bool, integers, floats, complex: what kernels compute with
+
+
+def as_dtype(dtype: Any, name: str = "tensor") -> str:
+    """The dtype's name ("float32"); DTypeError naming `name` and the dtype if it is none
+    NumPy knows, or not numeric (strings, objects)."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise DTypeError(f"{name}: unknown dtype {dtype!r} (use e.g. 'float32', 'float64', "
+                         "'int64')") from None
+    if dt.kind not in _DTYPE_KINDS:
+        raise DTypeError(f"{name}: dtype {dt.name} is not numeric")
+    return dt.name
+
+
+# A tensor's bytes must fit in a signed 64-bit integer: sizes, offsets and NumPy's own
+# arithmetic are int64, and a wrapped product would report a huge tensor as 0 bytes.
+MAX_TENSOR_BYTES = 2**63 - 1
+
+
+def as_shape(shape: Any, dtype: str, name: str = "tensor") -> tuple[int, ...]:
+    """`shape` as a tuple of ints; ShapeError naming `name` for a dimension that is
+    negative or not a whole number, or a size whose bytes do not fit in int64."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise ShapeError(f"{name}: shape must be a sequence of ints, not {shape!r}") from None
+    out = []
+    for d in dims:
+        try:
+            k = int(d)
+            whole = k == d
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole or isinstance(d, (bool, np.bool_)):
+            raise ShapeError(f"{name}: dimension {d!r} of shape {list(dims)} is not an int")
+        if k < 0:
+            raise ShapeError(f"{name}: dimension {k} of shape {list(dims)} is negative")
+        out.append(k)
+    nbytes = math.prod(out) * np.dtype(dtype).itemsize
+    if nbytes > MAX_TENSOR_BYTES:
+        raise ShapeError(f"{name}{out}: {math.prod(out)} elements of {dtype} do not fit in "
+                         f"int64 bytes (at most {MAX_TENSOR_BYTES})")
+    return tuple(out)
 
 
 class Call:
@@ -86,7 +130,8 @@ class Tensor:
     def __init__(self, name: str, shape: Sequence[int], dtype: Any, kind: str,
                  call: Call | None = None, index: int = 0, value: Any = None,
                  init: Any = None):
-        self.name, self.shape, self.dtype = name, tuple(int(s) for s in shape), as_dtype(dtype)
+        self.name, self.dtype = name, as_dtype(dtype, name)
+        self.shape = as_shape(shape, self.dtype, name)
         self.kind, self.call, self.index, self.value, self.init = kind, call, index, value, init
         self.seq = next(_seq)
 
@@ -162,7 +207,7 @@ def param(name: str, shape: Sequence[int], init: Any = "normal", dtype: Any = "f
           scale: float | None = None) -> Tensor:
     """A trainable parameter. `init`: "normal" (scaled by fan-in), "zeros", "ones", or an array."""
     if isinstance(init, str) and init not in ("normal", "zeros", "ones", "uniform"):
-        raise ValueError(f"param {name}: unknown init {init!r}")
+        raise GraphError(f"param {name}: unknown init {init!r}")
     if not isinstance(init, str):
         arr = np.asarray(init)
         if arr.shape != tuple(shape):
@@ -172,9 +217,15 @@ def param(name: str, shape: Sequence[int], init: Any = "normal", dtype: Any = "f
 
 def constant(value: Any, name: str | None = None, dtype: Any = None) -> Tensor:
     """A constant stored in the graph (not reused, like GE's Const)."""
-    arr = np.array(value, dtype=dtype if dtype is not None else
-                   (np.float32 if np.asarray(value).dtype.kind == "f" else None))
-    return Tensor(name or _auto_name("const"), arr.shape, arr.dtype, "const", value=arr)
+    name = name or _auto_name("const")
+    dtype = as_dtype(dtype, name) if dtype is not None else None
+    try:
+        arr = np.array(value, dtype=dtype if dtype is not None else
+                       (np.float32 if np.asarray(value).dtype.kind == "f" else None))
+    except (TypeError, ValueError) as e:     # ragged lists, strings
+        raise GraphError(f"constant {name}: the value is not an array of numbers ({e})") \
+            from None
+    return Tensor(name, arr.shape, arr.dtype, "const", value=arr)
 
 
 def make_call(op: str, inputs: Sequence[Tensor], attrs: dict, out_specs: Sequence[tuple],
@@ -310,9 +361,15 @@ class Graph:
     @classmethod
     def from_nodes(cls, nodes: Sequence[Node], tensors: Mapping[str, TensorInfo],
                    outputs: Sequence[str], name: str = "graph") -> Graph:
-        """Build from plain `Node`/`TensorInfo` data; sorts topologically, rejects cycles."""
+        """Build from plain `Node`/`TensorInfo` data; sorts topologically, rejects cycles.
+
+        The data is checked first (GraphError or ShapeError naming the tensor or node):
+        each tensor is written by exactly the one node its `producer` names, and only
+        inputs, parameters and constants have no producer."""
+        nodes = list(nodes)
+        _check_plain_data(nodes, tensors)
         g = cls.__new__(cls)
-        g._init(name, _toposort(list(nodes), tensors), dict(tensors), tuple(outputs))
+        g._init(name, _toposort(nodes, tensors), dict(tensors), tuple(outputs))
         return g
 
     def _init(self, name: str, nodes: list[Node], tensors: dict[str, TensorInfo],
@@ -390,9 +447,12 @@ class Graph:
         """
         n = self.node(node)
         t = self.tensor(tensor)
+        if isinstance(input_index, bool) or not hasattr(type(input_index), "__index__") \
+                or not 0 <= input_index < len(n.inputs):      # -1 would pick the last input
+            raise GraphError(f"rewire {node}: no input {input_index!r}; it has "
+                             f"{len(n.inputs)}, numbered 0..{len(n.inputs) - 1}")
         old = self.tensor(n.inputs[input_index])
         if (t.shape, t.dtype) != (old.shape, old.dtype):
-            from .errors import ShapeError
             raise ShapeError(f"rewire {node}: input {input_index} is {old.spec()} "
                              f"{old.dtype}, {t.spec()} {t.dtype} does not fit")
         ins = list(n.inputs)
@@ -434,6 +494,45 @@ def fmt_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1024
     return f"{n:.2f} GiB"
+
+
+LEAF_KINDS = ("input", "param", "const")
+_KINDS = LEAF_KINDS + ("activation", "gradient", "updated")
+
+
+def _check_plain_data(nodes: list[Node], tensors: Mapping[str, TensorInfo]) -> None:
+    """GraphError/ShapeError unless the plain data describes a graph the executor can run:
+    one writer per tensor (else the last writer would win), a producer for every tensor
+    that is not a leaf (else it is read uninitialised), producers that exist."""
+    writer: dict[str, str] = {}
+    for n in nodes:
+        for o in n.outputs:
+            if o in writer:
+                raise GraphError(f"tensor {o!r} is written by two nodes, {writer[o]} and "
+                                 f"{n.name}; each tensor has one producer")
+            writer[o] = n.name
+    for key, t in tensors.items():
+        if not isinstance(t, TensorInfo) or t.name != key:
+            raise GraphError(f"tensors[{key!r}] must be the TensorInfo named {key!r}, "
+                             f"not {t!r}")
+        as_shape(t.shape, as_dtype(t.dtype, key), key)
+        if t.kind not in _KINDS:
+            raise GraphError(f"tensor {key!r} has unknown kind {t.kind!r}; kinds: "
+                             f"{', '.join(_KINDS)}")
+        if t.producer is None:
+            if t.kind not in LEAF_KINDS:
+                raise GraphError(f"{t.kind} {key!r} has no producer: only inputs, "
+                                 "parameters and constants are leaves (name the node that "
+                                 "writes it, or make it an input)")
+            if key in writer:
+                raise GraphError(f"{t.kind} {key!r} is written by node {writer[key]}")
+            if t.kind == "const" and np.shape(t.value) != tuple(t.shape):
+                raise GraphError(f"constant {key!r} needs a value of shape {list(t.shape)}")
+        elif writer.get(key) != t.producer:
+            found = f"node {writer[key]} writes it" if key in writer else "no node writes it"
+            raise GraphError(f"tensor {key!r} names producer {t.producer!r}, but {found}")
+        if t.alias_of is not None and t.alias_of not in tensors:
+            raise GraphError(f"tensor {key!r} overwrites unknown tensor {t.alias_of!r}")
 
 
 def _toposort(nodes: list[Node], tensors: Mapping[str, TensorInfo]) -> list[Node]:

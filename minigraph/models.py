@@ -24,6 +24,7 @@ import numpy as np
 from . import graph as _g
 from . import ops
 from .autodiff import training_graph
+from .errors import GraphError
 from .feeds import init_params
 from .graph import Graph, Tensor, constant, fmt_bytes, name_scope, param
 
@@ -559,7 +560,7 @@ def get_model(name: str = DEFAULT_MODEL, batch: int | None = None, **kw: Any) ->
     try:
         builder = MODELS[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; the zoo has "
+        raise GraphError(f"unknown model {name!r}; the zoo has "
                          f"{', '.join(MODELS)}") from None
     if batch is not None:
         kw["batch"] = batch

@@ -188,3 +188,37 @@ def bytes_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
         if x.tobytes() != y.tobytes():
             return False
     return True
+
+
+# --- the differential fuzz: random (graph, planner, order, options) cases ---------------------
+
+FUZZ_LIMITS = {"time_limit": 0.05, "iterations": 20, "node_limit": 500, "seed": 0}
+
+
+def fuzz_case(i: int, max_ops: int = 12) -> tuple[str, str]:
+    """Case `i` of the differential fuzz: a random graph of 1..`max_ops` ops (a training
+    graph one time in three), planned with planner, order, in-place, colours and alignment
+    picked in turn; the arena run must equal the no-reuse run bit for bit. Returns (the
+    case in words, "" or what went wrong). Deterministic in `i`."""
+    from minigraph.memory import planners
+    from minigraph.memory.orders import ORDERS
+    names, orders = sorted(planners.PLANNERS), sorted(ORDERS)
+    rng = random.Random(i)
+    seed, n_ops, train = rng.getrandbits(32), rng.randint(1, max_ops), i % 3 == 0
+    planner = names[i % len(names)]
+    order = orders[(i // len(names)) % len(orders)]
+    opts = mg.MemoryOptions(inplace=rng.random() < 0.5, planner=planner,
+                            colors=rng.choice((1, 1, 2, 3)), order=order,
+                            alignment=rng.choice((1, 8, 512)),
+                            planner_args=planners.options_for(planner, FUZZ_LIMITS))
+    case = (f"random_graph({seed}, {n_ops}, {train}) planner={planner} order={order} "
+            f"inplace={opts.inplace} colors={opts.colors} alignment={opts.alignment}")
+    try:
+        g = random_graph(seed, n_ops, train)
+        feeds = feeds_for(g, seed)
+        reference = mg.Executor(g, device="cpu").run(feeds)
+        plan = mg.plan_memory(g, opts).plan
+        got = mg.Executor(g, plan, device="cpu").run(feeds)
+    except mg.MinigraphError as e:
+        return case, f"{type(e).__name__}: {e}"
+    return case, "" if bytes_equal(reference, got) else "arena run differs from no reuse"

@@ -113,3 +113,133 @@ def test_lab_explains_what_is_missing(monkeypatch, capsys) -> None:
     if (ROOT / "lessons" / "00_tour.ipynb").exists():
         assert cli.main(["lab"]) == 2
         assert "pip install 'minigraph[lab]'" in capsys.readouterr().err
+
+
+# --- a user's mistake: one line, exit 2, never a silently replaced value (issue 15) ---------
+
+PROBLEM = "id,lower,upper,size\na,0,2,100\nb,1,3,600\n"
+
+
+def in_process(capsys, *argv: str) -> subprocess.CompletedProcess:
+    """`minigraph ARGV` run in this process (fast); the same result shape as run_cli."""
+    capsys.readouterr()
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as e:                 # argparse's usage errors exit
+        code = e.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(list(argv), code, out.out, out.err)
+
+
+def assert_one_line_exit_2(r: subprocess.CompletedProcess, *words: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("minigraph") and "error:" in lines[0]
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def test_a_users_mistake_from_the_command_line_is_one_line_and_exit_2(tmp_path) -> None:
+    # Through `python -m minigraph`, where the exit status is what a shell sees.
+    path = tmp_path / "p.csv"
+    path.write_text(PROBLEM)
+    r = run_cli("plan", str(path), "--alignment", "-512")      # was planned at alignment 1
+    assert_one_line_exit_2(r, "--alignment", "'-512' must be >= 1")
+    assert "arena" not in r.stdout
+    assert_one_line_exit_2(run_cli("tour", "--time-limit", "nan"), "minigraph tour: error",
+                           "--time-limit", "'nan' must be a finite number of seconds")
+    path.write_bytes("id,lower,upper,size\nb\u00e9,0,2,4\n".encode("latin-1"))
+    assert_one_line_exit_2(run_cli("plan", str(path)), f"{path}, line 2", "not UTF-8")
+    assert_one_line_exit_2(run_cli("plan", "--model", "nope"), "invalid choice: 'nope'")
+
+
+def test_a_bad_alignment_exits_2_and_is_never_replaced_by_1(tmp_path, capsys) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(PROBLEM)
+    for bad, words in (("-512", "'-512' must be >= 1"), ("0", "'0' must be >= 1"),
+                       ("1.5", "'1.5' is not an integer")):
+        r = in_process(capsys, "plan", str(path), "--alignment", bad)
+        assert_one_line_exit_2(r, "--alignment", words)
+        assert "arena" not in r.stdout
+        assert_one_line_exit_2(in_process(capsys, "plan", "--model", "mlp", "--alignment", bad),
+                               words)
+
+
+def test_a_non_finite_or_non_positive_time_limit_exits_2(tmp_path, capsys) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(PROBLEM)
+    for bad in ("nan", "inf", "-inf", "-1", "0", "soon"):
+        assert_one_line_exit_2(in_process(capsys, "plan", str(path), "--planner", "anneal",
+                                          "--time-limit", bad), "--time-limit")
+        assert_one_line_exit_2(in_process(capsys, "tour", "--time-limit", bad),
+                               "minigraph tour: error", "--time-limit")
+
+
+def test_a_bad_file_exits_2_naming_the_file_and_line(tmp_path, capsys) -> None:
+    cases = {
+        "latin1.csv": ("id,lower,upper,size\nb\u00e9,0,2,4\n".encode("latin-1"),
+                       ("line 2", "not UTF-8")),
+        "binary.csv": (bytes(range(256)), ("line 2", "not UTF-8")),
+        "digits.csv": ("id,lower,upper,size\na,0,2,\u0664\n".encode(), ("line 2", "size")),
+        "header.csv": (b"foo,bar\n1,2\n", ("line 1", "missing column")),
+        "empty.csv": (b"", ("line 1", "empty file")),
+        "wide.csv": (b"id,lower,upper,size\na,0,2,4,5\n", ("line 2", "5 fields")),
+        "huge.csv": (b"id,lower,upper,size\n" + b"x" * 200_000 + b",0,2,4\n",
+                     ("line 2", "field limit")),
+    }
+    for name, (data, words) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert_one_line_exit_2(in_process(capsys, "plan", str(path)), str(path), *words)
+    assert_one_line_exit_2(in_process(capsys, "plan", str(tmp_path / "missing.csv")),
+                           "missing.csv", "cannot read the file")
+    bad_plan = tmp_path / "overlap.csv"
+    bad_plan.write_text("id,lower,upper,size,offset\na,0,4,100,0\nb,2,3,10,50\n")
+    assert_one_line_exit_2(in_process(capsys, "plan", "--check", str(bad_plan)),
+                           "line 3", "overlap")
+
+
+def test_an_unknown_name_or_bad_usage_exits_2(tmp_path, capsys) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(PROBLEM)
+    for argv, words in [
+        (("plan", str(path), "--planner", "nope"), "unknown planner 'nope'"),
+        (("plan", str(path), "--planner", "none", "--seed", "1"), "has no option 'seed'"),
+        (("plan", "--model", "nope"), "invalid choice: 'nope'"),
+        (("plan", "--model", "mlp", "--order", "nope"), "--order"),
+        (("plan", "--model", "mlp", "--batch", "0"), "--batch"),
+        (("plan",), "exactly one of"),
+        (("plan", str(path), "--check", str(path)), "exactly one of"),
+        (("plan", str(path), "-o", str(tmp_path / "no" / "x.csv")), "No such file"),
+        (("tour", "--model", "nope"), "invalid choice: 'nope'"),
+        (("tour", "--batch", "-1"), "'-1' must be >= 1"),
+        (("no-such-command",), "invalid choice"),
+    ]:
+        assert_one_line_exit_2(in_process(capsys, *argv), words)
+
+
+def test_a_minigraph_error_past_the_parser_is_one_line(monkeypatch, capsys) -> None:
+    from minigraph.errors import DeviceError
+
+    def fail(*args, **kw):
+        raise DeviceError("no GPU here;\nCuPy is not installed")
+
+    monkeypatch.setattr(cli, "tour", fail)
+    r = in_process(capsys, "tour")
+    assert_one_line_exit_2(r)
+    assert r.stderr == "minigraph tour: error: no GPU here;; CuPy is not installed\n"
+
+
+def test_valid_cli_input_still_plans(tmp_path, capsys) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(PROBLEM)
+    r = in_process(capsys, "plan", str(path), "--planner", "greedy-size", "--alignment", "512")
+    assert r.returncode == 0 and r.stderr == ""
+    assert "alignment 512" in r.stdout and "arena               1536 B" in r.stdout
+    r = in_process(capsys, "plan", str(path), "--planner", "anneal", "--time-limit", "0.2",
+                   "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    r = in_process(capsys, "plan", str(path))                   # no --alignment: 1 for CSV
+    assert r.returncode == 0 and "alignment 1" in r.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import io
 
 import pytest
@@ -61,6 +62,9 @@ def test_column_order_and_extra_columns_do_not_matter():
     ("id,lower,upper,size\na,0,2,4\nb,1,3,8\na,5,6,1\n", 4, "duplicate id a"),
     ("id,lower,upper,size\na,zero,2,4\n", 2, "lower 'zero' is not an integer"),
     ("id,lower,upper,size\na,0,2\n", 2, "3 fields"),
+    ("id,lower,upper,size\na,0,2,4,9\n", 2, "5 fields, the header has 4"),
+    ("id,lower,upper,size,id\na,0,2,4,b\n", 1, "column id appears twice"),
+    ("foo,bar\n1,2\n", 1, "missing column id, lower, upper, size"),
     ("", 1, "empty file"),
 ])
 def test_bad_problem_csv_names_the_line(csv_text, line, words):
@@ -103,6 +107,101 @@ def test_first_overlap_agrees_with_the_validator():
         validate_offsets(aligned, bad)
 
 
+# --- what is not a CSV of ASCII integers in UTF-8 (issue 15, point 12) ----------------------
+
+HEADER = "id,lower,upper,size\n"
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(("\ufeff" + HEADER + "a,0,2,4\n").encode("utf-8"))
+    assert read_problem(path) == [Buffer("a", 0, 1, 4)]
+    assert read_problem(text("\ufeff" + HEADER + "a,0,2,4\n")) == [Buffer("a", 0, 1, 4)]
+    plan = tmp_path / "plan.csv"
+    plan.write_bytes("id,lower,upper,size,offset\na,0,2,4,0\n".encode("utf-8-sig"))
+    assert read_plan(plan) == ([Buffer("a", 0, 1, 4)], {"a": 0})
+
+
+@pytest.mark.parametrize("data,line", [
+    (HEADER.encode() + "a,0,2,4\nb\u00e9,0,2,4\n".encode("latin-1"), 3),   # Latin-1 e-acute
+    (bytes(range(256)) * 4, 2),                                   # binary: 0x80 on line 2
+    (b"\x89PNG\r\n\x1a\n\x00\x00", 1),                             # a PNG header
+])
+def test_a_file_that_is_not_utf8_text_is_a_csv_error_with_its_line(tmp_path, data, line):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(data)
+    with pytest.raises(CSVError, match="not UTF-8 text") as e:
+        read_problem(path)
+    assert e.value.line == line and str(path) in str(e.value)
+    with path.open("rb") as f, pytest.raises(CSVError, match="not UTF-8 text") as e:
+        read_problem(f)                             # an open binary file: the same check
+    assert e.value.line == line and str(path) in str(e.value)
+
+
+def test_a_nul_byte_is_a_csv_error_with_its_line(tmp_path):
+    path = tmp_path / "nul.csv"
+    path.write_bytes(HEADER.encode() + b"a,0,2,4\x00\n")
+    with pytest.raises(CSVError, match="NUL byte") as e:
+        read_problem(path)
+    assert e.value.line == 2 and f"{path}, line 2" in str(e.value)
+
+
+@pytest.mark.parametrize("field", [
+    "\u0664",          # Arabic-Indic four: int() reads it as 4
+    "\uff14",          # full-width four
+    "\u09ea",          # Bengali four
+    "1_024",           # int() reads 1024
+    "\u00b2",          # superscript two: isdigit() but int() fails
+    "4.0", "0x10", "", " ",
+])
+def test_numbers_are_ascii_decimal_digits_only(field):
+    with pytest.raises(CSVError, match="size .* is not an integer") as e:
+        read_problem(text(HEADER + f"a,0,2,{field}\n"))
+    assert e.value.line == 2
+    with pytest.raises(CSVError, match="offset .* is not an integer"):
+        read_plan(text(f"id,lower,upper,size,offset\na,0,2,4,{field}\n"))
+
+
+def test_ascii_integers_with_sign_and_spaces_still_read():
+    assert read_problem(text(HEADER + "a, +0 , 2 ,0004\n")) == [Buffer("a", 0, 1, 4)]
+
+
+def test_ids_of_non_ascii_digits_stay_strings():
+    bufs = read_problem(text(HEADER + "\u0661,0,2,4\n\u00b2,0,2,4\n"))
+    assert [b.id for b in bufs] == ["\u0661", "\u00b2"]
+    assert [b.id for b in read_problem(text(HEADER + "7,0,2,4\n"))] == [7]
+
+
+def test_a_number_beyond_64_bits_is_a_csv_error():
+    for big in (str(2**63), "9" * 5000):        # int() refuses 4300+ digits with ValueError
+        with pytest.raises(CSVError, match="does not fit in 64 bits") as e:
+            read_problem(text(HEADER + f"a,0,2,{big}\n"))
+        assert e.value.line == 2 and len(str(e.value)) < 300
+
+
+def test_a_field_over_the_csv_modules_limit_is_a_csv_error_with_its_line():
+    huge = "x" * (csv.field_size_limit() + 1)
+    with pytest.raises(CSVError, match="field larger than field limit") as e:
+        read_problem(text(HEADER + "a,0,2,4\n" + f"{huge},0,2,4\n"))
+    assert e.value.line == 3
+    with pytest.raises(CSVError, match="line 1"):
+        read_problem(text(huge + "\n"))
+
+
+def test_a_missing_file_or_a_directory_is_a_csv_error_naming_it(tmp_path):
+    for path in (tmp_path / "nope.csv", tmp_path):
+        with pytest.raises(CSVError, match="cannot read the file") as e:
+            read_problem(path)
+        assert str(path) in str(e.value)
+
+
+def test_every_csv_refusal_is_a_minigraph_error_never_a_bare_one():
+    for data in (b"\xff\xfe", b"id,lower,upper,size\n\xd9\xa4,0,2,\xd9\xa4\n",
+                 b"id,lower,upper,size\n\"a,0,2,4\n", bytes(range(256))):
+        with pytest.raises(MinigraphError):
+            read_problem(io.BytesIO(data))
+
+
 # --- the `minigraph plan` subcommand -------------------------------------------------------
 
 def cli(*argv: str) -> int:
@@ -141,7 +240,7 @@ def test_cli_alignment_rounds_sizes(tmp_path, capsys):
 def test_cli_check_rejects_an_overlapping_plan(tmp_path, capsys):
     path = tmp_path / "bad.csv"
     path.write_text("id,lower,upper,size,offset\na,0,4,100,0\nb,2,3,10,50\n")
-    assert cli("--check", str(path)) == 1
+    assert cli("--check", str(path)) == 2
     err = capsys.readouterr().err
     assert "line 3" in err and "overlap" in err
 
@@ -149,12 +248,12 @@ def test_cli_check_rejects_an_overlapping_plan(tmp_path, capsys):
 def test_cli_reports_bad_input_and_bad_usage(tmp_path, capsys):
     path = tmp_path / "p.csv"
     path.write_text("id,lower,upper,size\na,0,2,-1\n")
-    assert cli(str(path)) == 1
+    assert cli(str(path)) == 2
     assert "negative size" in capsys.readouterr().err
-    assert cli() == 1
+    assert cli() == 2
     assert "exactly one of" in capsys.readouterr().err
     write_problem(path, ge_worked_example())
-    assert cli(str(path), "--planner", "no-such-planner") == 1
+    assert cli(str(path), "--planner", "no-such-planner") == 2
     assert "unknown planner" in capsys.readouterr().err
 
 

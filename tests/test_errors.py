@@ -160,3 +160,130 @@ def test_errors_are_minigraph_errors_and_standard_ones() -> None:
     assert issubclass(mg.CycleError, mg.GraphError)
     assert issubclass(mg.UnknownOpError, KeyError)
     assert issubclass(mg.FeedError, mg.MinigraphError)
+
+
+# --- issue 15: declarations ------------------------------------------------------------------
+
+def test_a_negative_dimension_is_refused_when_declared() -> None:
+    with pytest.raises(mg.ShapeError, match=r"q: dimension -2 of shape \[-2, 3\] is negative"):
+        mg.input("q", (-2, 3))
+    with pytest.raises(mg.ShapeError, match="not an int"):
+        mg.param("p", (2.5, 3))
+
+
+def test_a_tensor_whose_bytes_overflow_int64_is_refused_when_declared() -> None:
+    with pytest.raises(mg.ShapeError, match=r"q\[4294967296, 4294967296\].*int64"):
+        mg.input("q", (2**32, 2**32))                 # 2**64 elements: np.prod wraps to 0
+    with pytest.raises(mg.ShapeError, match="int64"):
+        mg.input("r", (2**31, 2**31), "float64")      # 2**62 elements, 2**65 bytes
+    assert mg.input("s", (2**20, 2**20)).size == 2**40   # large but representable: fine
+
+
+def test_reshape_to_minus_one_keeps_every_element() -> None:
+    q = mg.input("q", (2**20, 2**20))
+    assert mg.reshape(q, (-1,)).shape == (2**40,)
+    with pytest.raises(mg.ShapeError, match="negative dimension"):
+        mg.reshape(mg.input("x", (3, 4)), (-2, -6))   # product 12, but no such shape
+
+
+def test_an_unknown_dtype_is_a_dtype_error_naming_it() -> None:
+    with pytest.raises(mg.DTypeError, match="q: unknown dtype 'float33'"):
+        mg.input("q", (2,), dtype="float33")
+    with pytest.raises(mg.DTypeError, match="not numeric"):
+        mg.param("p", (2,), dtype="U5")
+
+
+# --- issue 15: from_nodes refuses malformed plain data ------------------------------------------
+
+def _x() -> dict[str, mg.TensorInfo]:
+    return {"x": mg.TensorInfo("x", (2,), "float32", "input"),
+            "a": mg.TensorInfo("a", (2,), "float32", "activation", producer="n1")}
+
+
+def test_from_nodes_refuses_two_nodes_writing_one_tensor() -> None:
+    nodes = [mg.Node("n1", "relu", (), ("x",), ("a",)), mg.Node("n2", "exp", (), ("x",), ("a",))]
+    with pytest.raises(mg.GraphError, match="tensor 'a' is written by two nodes, n1 and n2"):
+        Graph.from_nodes(nodes, _x(), ["a"])
+
+
+def test_from_nodes_refuses_an_activation_nothing_produces() -> None:
+    tensors = {**_x(), "b": mg.TensorInfo("b", (2,), "float32", "activation")}
+    nodes = [mg.Node("n1", "add", (), ("x", "b"), ("a",))]
+    with pytest.raises(mg.GraphError, match="activation 'b' has no producer"):
+        Graph.from_nodes(nodes, tensors, ["a"])
+
+
+def test_from_nodes_refuses_an_unknown_producer() -> None:
+    tensors = {**_x(), "b": mg.TensorInfo("b", (2,), "float32", "activation", producer="zz")}
+    nodes = [mg.Node("n1", "relu", (), ("x",), ("a",))]
+    with pytest.raises(mg.GraphError, match="tensor 'b' names producer 'zz', but no node"):
+        Graph.from_nodes(nodes, tensors, ["a"])      # was a bare KeyError from liveness
+
+
+def test_from_nodes_refuses_a_negative_shape() -> None:
+    tensors = {**_x(), "x": mg.TensorInfo("x", (-2,), "float32", "input")}
+    with pytest.raises(mg.ShapeError, match="x: dimension -2"):
+        Graph.from_nodes([mg.Node("n1", "relu", (), ("x",), ("a",))], tensors, ["a"])
+
+
+# --- issue 15: feeds ------------------------------------------------------------------------
+
+def test_ragged_feed_lists_are_a_feed_error_naming_the_feed() -> None:
+    ex = mg.Executor(small_graph(), device="cpu")
+    with pytest.raises(mg.FeedError, match=r"feed 'x': not an array .*\[4, 3\] float32"):
+        ex.run({"x": [[1.0, 2.0, 3.0], [1.0]], "W": good_feeds()["W"]})
+
+
+def test_executor_given_a_dict_for_a_plan_names_what_it_got() -> None:
+    with pytest.raises(mg.MinigraphError, match=r"not dict \{'a': 0\}") as e:
+        mg.Executor(small_graph(), {"a": 0})
+    assert isinstance(e.value, TypeError) and isinstance(e.value, mg.PlanError)
+
+
+# --- issue 15: tensors that cannot be allocated --------------------------------------------------
+
+def _huge_graph() -> Graph:
+    """1e6 floats in, a 1e6 x 1e6 activation (4 TB) in the middle."""
+    with mg.name_scope():
+        x = mg.input("x", (10**6,))
+        big = mg.broadcast_to(mg.reshape(x, (1, 10**6)), (10**6, 10**6))
+        return Graph([mg.sum(mg.relu(big))])
+
+
+def test_a_run_that_cannot_be_allocated_is_refused_before_allocating() -> None:
+    g, feeds = _huge_graph(), {"x": np.zeros(10**6, np.float32)}
+    for ex in (mg.Executor(g, device="cpu"), mg.Executor(g, mg.plan_memory(g), device="cpu")):
+        with pytest.raises(mg.AllocationError, match=r"broadcast_to_0.*4,000,000,000,000 bytes"):
+            ex.run(feeds)
+        with pytest.raises(MemoryError):
+            ex.load(feeds)
+
+
+def test_dtr_refuses_a_run_that_cannot_be_allocated() -> None:
+    from minigraph.runtime.dtr import DTRExecutor
+    ex = DTRExecutor(_huge_graph(), 9 * 10**12, device="cpu")
+    with pytest.raises(mg.AllocationError, match=r"arena \(the budget\): 9,000,000,000,000"):
+        ex.run({"x": np.zeros(10**6, np.float32)})
+
+
+def test_init_params_refuses_parameters_that_cannot_be_allocated() -> None:
+    g = Graph([mg.sum(mg.param("W", (10**6, 10**6)))])
+    with pytest.raises(mg.AllocationError, match=r"W: 4,000,000,000,000 bytes"):
+        mg.init_params(g)
+    with pytest.raises(mg.AllocationError, match=r"W: 4,000,000,000,000 bytes"):
+        mg.random_feeds(g)
+
+
+def test_the_allocation_limit_counts_every_buffer_of_the_run(monkeypatch) -> None:
+    import minigraph.feeds
+    g = small_graph()                    # x 48 B, W 24 B, the output 32 B, relu's input 32 B
+    monkeypatch.setattr(minigraph.feeds, "memory_limit", lambda device: 135)
+    with pytest.raises(mg.AllocationError, match="need 136 bytes"):
+        mg.Executor(g, device="cpu").run(good_feeds())
+    monkeypatch.setattr(minigraph.feeds, "memory_limit", lambda device: 136)
+    mg.Executor(g, device="cpu").run(good_feeds())
+
+
+def test_a_ragged_constant_is_a_graph_error_naming_it() -> None:
+    with pytest.raises(mg.GraphError, match="constant c: the value is not an array"):
+        mg.constant([[1.0], [1.0, 2.0]], name="c")

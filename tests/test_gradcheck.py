@@ -89,6 +89,7 @@ CASES = [
     C("pow_2", X34, lambda m, x: x ** 2),
     C("pow_3", X34, lambda m, x: x ** 3),
     C("pow_half", [("x", (3, 4), "pos")], lambda m, x: x ** 0.5),
+    C("pow_0_at_0", [("x", (3, 4), np.array([[0.0, 1.5, -2.0, 0.0]] * 3))], lambda m, x: x ** 0),
     C("neg", X34, lambda m, x: -x),
     C("exp", X34, lambda m, x: m.exp(x)),
     C("log", [("x", (3, 4), "pos")], lambda m, x: m.log(x)),
@@ -334,3 +335,13 @@ def test_gradient_matches_torch(case: Case) -> None:
     for t, g in zip(wrt, grads):
         np.testing.assert_allclose(got[g.name], tin[t.name].grad.numpy(), rtol=1e-6,
                                    atol=1e-9, err_msg=f"d loss / d {t.name} for {case.name}")
+
+
+def test_the_gradient_of_x_to_the_0_is_0_even_at_0() -> None:
+    """d(x**0)/dx is 0 everywhere, as in PyTorch; the rule p * x**(p-1) gives 0 * inf = NaN
+    at x = 0."""
+    with mg.name_scope():
+        x = mg.input("x", (3,), "float64")
+        (dx,) = mg.grad(mg.sum(x ** 0 * x), [x])      # d/dx = 0 * x + x**0 = 1
+    got = mg.Executor(mg.Graph([dx])).run(x=np.array([0.0, -0.0, 2.0]))[dx.name]
+    assert np.array_equal(got, [1.0, 1.0, 1.0])

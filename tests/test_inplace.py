@@ -13,7 +13,7 @@ import minigraph as mg
 from minigraph import examples
 from minigraph.examples import named
 from minigraph.feeds import random_feeds
-from minigraph.memory import inplace_pairs, validate_offsets
+from minigraph.memory import Buffer, inplace_pairs, validate_offsets
 
 ONE = mg.MemoryOptions(inplace=True, planner="refcount", alignment=1)
 
@@ -201,3 +201,85 @@ def test_mxnet_note_mlp_exact_bytes():
     # every size here is a multiple of 512 bytes: GE's alignment changes nothing
     aligned = mg.plan_memory(g, ONE.replace(alignment=512))
     assert (aligned.arena_bytes, aligned.no_reuse_bytes) == (441_856, 542_720)
+
+
+# --- the validator's hand-over rule (issue 15, point 2) ------------------------------------
+
+def _forced(graph: mg.Graph, a: str, b: str) -> mg.MemoryPlan:
+    """graph's refcount plan with b moved onto a's bytes and (a, b) declared a hand-over."""
+    plan = mg.plan_memory(graph, ONE.replace(inplace=False)).plan
+    offsets = {**plan.offsets, b: plan.offsets[a]}
+    arena = max(plan.arena_bytes, plan.offsets[a] + plan.size(b))
+    return mg.MemoryPlan(plan.liveness, offsets, arena, [(a, b)], "forced", graph=graph)
+
+
+def test_validator_refuses_a_handover_the_op_does_not_declare():
+    # log_softmax reads a whole row (max, then sum of exp) before writing: not in-place
+    with mg.name_scope():
+        t = named(mg.tanh(mg.input("x", (4, 8))), "t")
+        ls = named(mg.log_softmax(t), "ls")
+        g = mg.Graph([named(mg.sum(mg.exp(ls)), "out")])
+    forced = _forced(g, "t", "ls")
+    with pytest.raises(mg.PlanError, match="log_softmax .* does not declare"):
+        forced.validate()
+    with pytest.raises(mg.PlanError, match="does not declare"):
+        mg.Executor(g, forced)
+    feeds = random_feeds(g)
+    wrong = mg.Executor(g, forced, validate=False).run(feeds)     # what it refused
+    assert not bytes_equal(mg.Executor(g).run(feeds), wrong)
+
+
+def test_validator_refuses_a_handover_between_two_outputs_of_one_op():
+    with mg.name_scope():
+        x = mg.relu(mg.input("x", (4, 8)))
+        y = mg.layer_norm(x, mg.param("gamma", (8,)), mg.param("beta", (8,)))
+        g = mg.Graph([mg.sum(mg.tanh(y))])
+    node = next(n for n in g.nodes if n.op == "layer_norm")
+    mean, rstd = node.outputs[1], node.outputs[2]        # both [4, 1], made at one step
+    forced = _forced(g, mean, rstd)
+    with pytest.raises(mg.PlanError, match=f"{mean} is not an input of"):
+        forced.validate()
+    with pytest.raises(mg.PlanError, match="not a hand-over"):     # buffers alone, too
+        validate_offsets(forced.buffers(), forced.offsets, None, 1, forced.inplace)
+
+
+def test_handover_verdict_does_not_depend_on_list_order():
+    # A [1,1] and B [1,3] are born at one step: A cannot hand its bytes to B, whichever
+    # buffer is listed first (the old validator accepted one order and refused the other)
+    a, b = Buffer("A", 1, 1, 64), Buffer("B", 1, 3, 64)
+    for bufs in ([a, b], [b, a]):
+        with pytest.raises(mg.PlanError, match="not a hand-over"):
+            validate_offsets(bufs, {"A": 0, "B": 0}, handovers=[("A", "B")])
+    ok = Buffer("A", 0, 1, 64)                           # born before B's step: fine
+    for bufs in ([ok, b], [b, ok]):
+        validate_offsets(bufs, {"A": 0, "B": 0}, handovers=[("A", "B")])
+
+
+def test_each_buffer_gives_and_takes_its_bytes_once():
+    bufs = [Buffer("a", 0, 1, 64), Buffer("b", 1, 2, 64), Buffer("c", 0, 1, 64)]
+    offs = {"a": 0, "b": 0, "c": 0}
+    with pytest.raises(mg.PlanError, match="already takes the bytes of"):
+        validate_offsets(bufs, offs, handovers=[("a", "b"), ("c", "b")])
+    with pytest.raises(mg.PlanError, match="not a planned buffer"):
+        validate_offsets(bufs, offs, handovers=[("a", "zz")])
+
+
+def test_validator_refuses_a_handover_whose_input_is_read_later_or_twice():
+    g = examples.inplace_counterexample()               # B is read by C and, later, by F
+    with pytest.raises(mg.PlanError, match="B is read after step"):
+        _forced(g, "B", "C").validate()
+    with mg.name_scope():                               # add_n(a, a, a): rule 5
+        a = named(mg.tanh(mg.input("x", (2, 3))), "a")
+        g3 = mg.Graph([mg.sum(named(mg.add_n(a, a, a), "s"))])
+    with pytest.raises(mg.PlanError, match="reads a through 3 operands"):
+        _forced(g3, "a", "s").validate()
+
+
+def test_handovers_of_a_plan_without_its_graph_cannot_be_checked():
+    g = examples.sigmoid_chain(3)
+    plan = mg.plan_memory(g, ONE).plan
+    hand_made = mg.MemoryPlan(plan.liveness, plan.offsets, plan.arena_bytes, plan.inplace)
+    with pytest.raises(mg.PlanError, match="cannot be checked without the graph"):
+        hand_made.validate()
+    hand_made.validate(g)                               # with it: every pair keeps the rule
+    assert same_run(g, mg.plan_memory(g, ONE))

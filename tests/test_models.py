@@ -75,7 +75,7 @@ def test_train_with_another_lr_rebuilds_the_graph() -> None:
 def test_get_model_passes_batch_and_rejects_unknown_names() -> None:
     m = get_model("cnn", batch=3)
     assert m.graph.tensors["x"].shape[0] == 3
-    with pytest.raises(ValueError, match="unknown model 'vgg'.*mlp"):
+    with pytest.raises(mg.GraphError, match="unknown model 'vgg'.*mlp"):
         get_model("vgg")
     assert models.DEFAULT_MODEL in MODELS
 

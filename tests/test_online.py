@@ -379,9 +379,19 @@ def test_planners_left_out_for_big_graphs_are_reported_as_skipped(small_graph):
 def test_pictures_draw(small_graph):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
-    from minigraph.viz.allocators import plot_allocator_timeline, plot_allocators, plot_arena
-    r = simulate(trace_from_schedule(small_graph), "gmlake")
+    from minigraph.experiments.allocators import static_plan
+    from minigraph.viz.allocators import (
+        plot_allocator_timeline,
+        plot_allocators,
+        plot_arena,
+        plot_static,
+    )
+    trace = trace_from_schedule(small_graph)
+    r = simulate(trace, "gmlake")
     assert plot_arena(r) is not None
+    plan = static_plan(trace, "greedy-size")
+    assert plan.placement.arena_bytes >= peak_live(trace) and plan.events == len(trace)
+    assert plot_static(plan) is not None
     assert plot_allocator_timeline([r]) is not None
     assert plot_allocators(compare_allocators(small_graph, planners=["refcount"])) is not None
 

@@ -655,3 +655,70 @@ def test_matmul_and_softmax_flops():
     assert flops_of(graph, graph.producer(s.name)) == 4 * 15
     mm = next(n for n in graph.nodes if n.op == "matmul")
     assert flops_of(graph, mm) == 2 * 7 * 15
+
+
+# --- issue 15: build-time checks (refuse when building, or run correctly) ----------------------
+
+@pytest.mark.parametrize("op", ["sigmoid", "tanh", "gelu"])
+def test_activations_of_an_integer_tensor_are_refused_when_building(op):
+    with mg.name_scope(), pytest.raises(DTypeError, match=rf"{op}\(i\[int64\]\): i must be a "
+                                        "floating tensor"):
+        getattr(mg, op)(_t("i", (2, 3), "int64"))
+
+
+def test_an_integer_tensor_takes_only_whole_constants():
+    i = _t("i", (2,), "int64")
+    for build in (lambda: i * 0.5, lambda: i + 0.5, lambda: 1.5 - i, lambda: i / 2,
+                  lambda: 2 / i, lambda: i / i, lambda: i ** 0.5, lambda: i ** -1):
+        with pytest.raises(DTypeError, match="i\\[int64\\]"):
+            build()                       # the kernel would cast 0.5 to 0: a wrong answer
+    g = mg.Graph([i * 2 + 1, 3 - i, i ** 2])
+    out = mg.Executor(g, device="cpu").run(i=np.array([1, 2]))
+    assert [v.tolist() for v in out.values()] == [[3, 5], [2, 1], [1, 4]]
+
+
+def test_conv2d_with_no_output_or_input_channels_is_refused_when_building():
+    with mg.name_scope(), pytest.raises(ShapeError, match="at least one output and one input"):
+        mg.conv2d(_t("x", (1, 1, 4, 4)), _t("w", (0, 1, 3, 3)))
+    with mg.name_scope(), pytest.raises(ShapeError, match="at least one output and one input"):
+        mg.conv2d(_t("x", (1, 0, 4, 4)), _t("w", (2, 0, 3, 3)))
+
+
+def _train_on_empty_batch(x_shape, build):
+    """A training step on a batch of 0 examples: the loss is 0, the gradients are 0."""
+    with mg.name_scope():
+        x = mg.input("x", x_shape)
+        loss, params = build(x)
+        g = mg.training_graph(loss, params, lr=1.0)
+    feeds = mg.random_feeds(g)
+    return feeds, mg.Executor(g, device="cpu").run(feeds)
+
+
+def test_conv2d_and_pooling_on_a_batch_of_0_run_correctly():
+    def build(x):
+        w = mg.param("w", (3, 2, 3, 3))
+        y = mg.conv2d(x, w, padding=1)
+        assert y.shape == (0, 3, 5, 5)
+        return mg.sum(mg.max_pool2d(y, 2)) + mg.sum(mg.avg_pool2d(y, 2)), [w]
+    feeds, out = _train_on_empty_batch((0, 2, 5, 5), build)
+    assert out["add_0"] == 0 and np.array_equal(out["w_new"], feeds["w"])   # dW = 0
+
+
+def test_layer_norm_on_a_batch_of_0_runs_correctly():
+    def build(x):
+        gamma, beta = mg.param("g", (4,), "ones"), mg.param("b", (4,), "zeros")
+        return mg.sum(mg.layer_norm(x, gamma, beta)), [gamma, beta]
+    feeds, out = _train_on_empty_batch((0, 4), build)
+    assert out["sum_0"] == 0 and np.array_equal(out["g_new"], feeds["g"])
+    assert np.array_equal(out["b_new"], feeds["b"])
+
+
+def test_statistics_over_no_elements_are_refused_when_building():
+    with mg.name_scope(), pytest.raises(ShapeError, match="last axis of at least one element"):
+        mg.layer_norm(_t("x", (3, 0)), _t("g", (0,)), _t("b", (0,)))
+    with mg.name_scope(), pytest.raises(ShapeError, match="x has no elements"):
+        mg.batch_norm(_t("x", (0, 3)), _t("g", (3,)), _t("b", (3,)))
+    with mg.name_scope(), pytest.raises(ShapeError, match="mean is undefined"):
+        mg.mean(_t("x", (0, 3)))
+    with mg.name_scope():
+        assert mg.mean(_t("x", (0, 3)), axis=1).shape == (0,)   # no rows: nothing undefined

@@ -1,6 +1,8 @@
 """Every registered planner, on random graphs, with every switch: the plan validates and the
-arena run equals the no-reuse run bit for bit. Then: the validator against a brute-force
-one, a planted bad plan, the zoo's figures, and planning 20,000 tensors in under 2 s.
+arena run equals the no-reuse run bit for bit (and the differential fuzz: 500 graphs x
+planners x orders x options). Then: the validator against a brute-force one, hand-overs
+included, in any list order; a plan accepted only by its own graph; a planted bad plan, the
+zoo's figures, and planning 20,000 tensors in under 2 s.
 
 The planner list is read from `minigraph.memory.planners.PLANNERS`, so a planner that
 registers itself is covered here without editing this file.
@@ -14,7 +16,7 @@ import re
 import time
 
 import pytest
-from graphgen import bytes_equal, chain_graph, feeds_for, random_graph
+from graphgen import bytes_equal, chain_graph, feeds_for, fuzz_case, random_graph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -143,6 +145,148 @@ def test_validator_checks_alignment_bounds_and_missing_offsets():
         validate_offsets(bufs, {"a": -64, "b": 0})
     with pytest.raises(mg.PlanError, match="b has no offset"):
         validate_offsets(bufs, {"a": 0})
+
+
+# --- hand-overs: the verdict agrees with a brute-force one, in any list order ----------------
+
+def brute_force_verdict(buffers, offsets, handovers) -> bool:
+    """Valid iff each hand-over (a, b) names two buffers, a is born before b's first step
+    and dies at it, at b's offset with b's size, no buffer gives or takes bytes twice, no two
+    buffers alive at one step share bytes (a hand-over pair at its step excepted) and
+    buffers of different colours never share bytes. Every pair is looked at."""
+    by_id = {b.id: b for b in buffers}
+    givers = [a for a, _ in handovers]
+    takers = [b for _, b in handovers]
+    if len(set(givers)) < len(givers) or len(set(takers)) < len(takers):
+        return False
+    for a, b in handovers:
+        if a not in by_id or b not in by_id:
+            return False
+        x, y = by_id[a], by_id[b]
+        if not (x.start < y.start == x.end and offsets[a] == offsets[b] and x.size == y.size):
+            return False
+    hand = set(handovers)
+    for a, b in itertools.permutations([b for b in buffers if b.size], 2):
+        share = offsets[a.id] < offsets[b.id] + b.size and offsets[b.id] < offsets[a.id] + a.size
+        if share and a.color != b.color:
+            return False
+        if share and a.overlaps_in_time(b) and (a.id, b.id) not in hand \
+                and (b.id, a.id) not in hand:
+            return False
+    return True
+
+
+@st.composite
+def handover_problems(draw):
+    """Buffers at random offsets, and a hand-over list: pairs built to be right (b starts
+    where a ends, at a's offset, with a's size), pairs made slightly wrong, random pairs."""
+    n = draw(st.integers(2, 12))
+    colours = draw(st.integers(1, 2))
+    bufs, offs = [], {}
+    for i in range(n):
+        s = draw(st.integers(0, 8))
+        bufs.append(Buffer(f"t{i}", s, s + draw(st.integers(0, 4)), draw(st.integers(0, 3)) * 8,
+                           draw(st.integers(0, colours - 1))))
+        offs[f"t{i}"] = draw(st.integers(0, 6)) * 8
+    pairs = []
+    for _ in range(draw(st.integers(0, 4))):
+        i, j = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
+        a = bufs[i]
+        how = draw(st.sampled_from(("right", "same start", "random")))
+        if how != "random" and i != j:
+            start = a.end if how == "right" else a.start
+            bufs[j] = Buffer(bufs[j].id, start, start + draw(st.integers(0, 3)), a.size,
+                             a.color)
+            offs[bufs[j].id] = offs[a.id]
+        pairs.append((a.id, bufs[j].id))
+    return bufs, offs, pairs
+
+
+def _verdict(bufs, offs, pairs) -> bool:
+    try:
+        validate_offsets(bufs, offs, handovers=pairs)
+    except mg.PlanError:
+        return False
+    return True
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(handover_problems(), st.randoms(use_true_random=False))
+def test_validator_verdict_on_handovers_agrees_with_brute_force_in_any_order(problem, rnd):
+    bufs, offs, pairs = problem
+    want = brute_force_verdict(bufs, offs, pairs)
+    assert _verdict(bufs, offs, pairs) == want
+    for _ in range(3):
+        b2, p2 = list(bufs), list(pairs)
+        rnd.shuffle(b2)
+        rnd.shuffle(p2)
+        assert _verdict(b2, offs, p2) == want, (b2, p2)
+
+
+# --- a plan is accepted only by its own graph -----------------------------------------------------
+
+def _lives(graph: mg.Graph, schedule, alignment: int) -> dict | None:
+    """Brute force: each tensor's (kind planned or not, aligned bytes, first, last step)
+    under `schedule`, or None when the schedule is not a topological order of `graph`."""
+    if sorted(schedule) != sorted(n.name for n in graph.nodes):
+        return None
+    pos = {n: k for k, n in enumerate(schedule)}
+    for node in graph.nodes:
+        for i in node.inputs:
+            p = graph.tensors[i].producer
+            if p is not None and pos[p] > pos[node.name]:
+                return None
+    last = len(schedule) - 1
+    out = {}
+    for t in graph.tensors.values():
+        readers = [pos[n.name] for n in graph.nodes if t.name in n.inputs]
+        start = 0 if t.producer is None else pos[t.producer]
+        keep = t.producer is None or t.name in graph.outputs
+        end = last if keep else max(readers, default=start)
+        planned = t.kind in ("activation", "gradient") and t.name not in graph.outputs
+        nbytes = 0 if t.alias_of else -(-t.nbytes // alignment) * alignment
+        out[t.name] = (planned, t.kind, nbytes, start, end)
+    return out
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.integers(1, 20), st.integers(0, 2**32 - 1),
+       st.integers(1, 20), st.booleans(), st.sampled_from(ALL_PLANNERS),
+       st.sampled_from(("other", "prefix", "same")))
+def test_a_plan_is_accepted_only_by_its_own_graph(seed_a, n_a, seed_b, n_b, train, planner,
+                                                  pairing):
+    # "prefix": the same seed with another op count, so most names and tensors match
+    seed_b = {"other": seed_b, "prefix": seed_a, "same": seed_a}[pairing]
+    n_b = n_a if pairing == "same" else n_b
+    g_a = random_graph(seed_a, min(n_a, 12) if planner in SEARCHING else n_a, train)
+    g_b = random_graph(seed_b, min(n_b, 12) if planner in SEARCHING else n_b, train)
+    opts = mg.MemoryOptions(inplace=True, planner=planner, alignment=8,
+                            planner_args=planners.options_for(planner, LIMITS))
+    plan = mg.plan_memory(g_a, opts).plan
+    lives_a = _lives(g_a, plan.schedule, 8)
+    lives_b = _lives(g_b, plan.schedule, 8)
+    try:
+        ex = mg.Executor(g_b, plan, device="cpu")
+    except mg.PlanError:
+        assert lives_b != lives_a, "refused a graph the plan was made for"
+        return
+    assert lives_b == lives_a, "accepted a graph the plan was not made for"
+    feeds = feeds_for(g_b, seed_b)
+    assert bytes_equal(mg.Executor(g_b, device="cpu").run(feeds), ex.run(feeds))
+
+
+# --- the differential fuzz -----------------------------------------------------------------------
+
+def test_differential_fuzz_500_graphs_run_bitwise_equal_to_no_reuse():
+    # graphs x planners x orders x options, one case per graph (graphgen.fuzz_case);
+    # the long run: python benchmarks/plan_fuzz.py --graphs 5000
+    failures = []
+    for i in range(500):
+        case, problem = fuzz_case(i)
+        if problem:
+            failures.append(f"case {i}: {case}: {problem}")
+    assert not failures, "\n".join(failures[:5])
 
 
 # --- a planted bad plan ------------------------------------------------------------------------

@@ -6,10 +6,11 @@ import inspect
 import random
 import time
 
+import numpy as np
 import pytest
 
 from minigraph.errors import PlanError
-from minigraph.examples import mlp_training
+from minigraph.examples import linear_chain, mlp_training
 from minigraph.memory import MemoryOptions, plan_memory
 from minigraph.memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
 from minigraph.memory.instances import (
@@ -27,7 +28,7 @@ from minigraph.memory.planners import (
 )
 from minigraph.memory.planners.anneal import offset_order
 from minigraph.memory.planners.ge import binary_ranges
-from minigraph.memory.planners.ilp import best_heuristic, live_sets
+from minigraph.memory.planners.ilp import best_heuristic, checked_plan, live_sets
 from minigraph.memory.planners.offset import place_in_order
 
 PART2 = ["ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size", "bestfit", "anneal", "ilp"]
@@ -338,3 +339,132 @@ def test_greedy_size_time_grows_like_n_log_n():
     small = min(_cpu(fn, random_buffers(2500, seed=1)) for _ in range(3))
     large = min(_cpu(fn, random_buffers(20_000, seed=1)) for _ in range(2))
     assert large / max(small, 1e-3) < 20      # 8x the buffers; n log n ~ 10x, n^2 = 64x
+
+
+# --- limits (issue 15, points 7-9) ------------------------------------------------------
+
+def _nested_chain(n: int) -> list[Buffer]:
+    """A long chain's buffers: n all alive together in the middle (x_i lives from the
+    forward op i to the backward op that reads it), so every pair overlaps."""
+    return [Buffer(f"x{i}", i, 2 * n - i, 4) for i in range(n)]
+
+
+@pytest.mark.parametrize("planner", ["anneal", "ilp", "search"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), 0, -1.0, "2",
+                                 True, 1e9])
+def test_a_time_limit_is_a_positive_finite_number_of_seconds(planner, bad):
+    with pytest.raises(PlanError, match=r"time_limit") as err:
+        plan_buffers(random_buffers(10, seed=0), planner, 1, time_limit=bad)
+    assert repr(bad) in str(err.value)
+
+
+@pytest.mark.parametrize("option, value", [("t_start", 0), ("t_start", -0.1),
+                                           ("t_start", float("nan")), ("t_end", 0.0),
+                                           ("t_end", float("inf")), ("t_end", 0.01),
+                                           ("iterations", -1), ("iterations", 2.5),
+                                           ("iterations", 10**12), ("start", None)])
+def test_anneal_refuses_options_that_would_not_stop_or_mean_nothing(option, value):
+    with pytest.raises(PlanError) as err:
+        get_planner("anneal")(random_buffers(10, seed=0), **{option: value})
+    assert repr(value) in str(err.value) or f"{value:,}" in str(err.value)
+
+
+@pytest.mark.parametrize("planner", ["anneal", "ilp", "search"])
+@pytest.mark.parametrize("problem", ["chain", "random"])
+def test_a_time_limit_covers_the_whole_call_setup_included(planner, problem):
+    # Before: the set-up alone (heuristic start, overlap lists, the search's tables, the
+    # ILP's pair list) took minutes on a 10,000-op chain and 20-77 s on 100,000 buffers.
+    bufs = _nested_chain(3000) if problem == "chain" else random_buffers(20_000, seed=1)
+    limit = 1.0
+    t0 = time.perf_counter()
+    aligned, placed = plan_buffers(bufs, planner, 1, time_limit=limit)
+    took = time.perf_counter() - t0
+    validate_offsets(aligned, placed.offsets)
+    # The rule is limit + max(10%, 1 s); 4 s more for a busy CI machine, far below the
+    # 16-150 s these calls took before the deadline covered the set-up.
+    assert took < limit + max(0.1 * limit, 1.0) + 4.0, placed.note
+
+
+def test_a_time_limit_covers_a_graph_planned_end_to_end():
+    graph = linear_chain(1500)
+    t0 = time.perf_counter()
+    report = plan_memory(graph, MemoryOptions(planner="search", alignment=1,
+                                              planner_args={"time_limit": 1.0}))
+    assert time.perf_counter() - t0 < 1.0 + 1.0 + 4.0, report.plan.note   # 4 s: busy CI
+
+
+def test_colours_share_one_time_limit():
+    bufs = [Buffer(b.id, b.start, b.end, b.size, k % 3)
+            for k, b in enumerate(_nested_chain(2400))]
+    t0 = time.perf_counter()
+    aligned, placed = plan_buffers(bufs, "anneal", 1, time_limit=1.0)
+    assert time.perf_counter() - t0 < 1.0 + 1.0 + 4.0   # 4 s: busy CI
+    validate_offsets(aligned, placed.offsets)
+
+
+def test_a_step_cut_by_the_time_limit_returns_a_valid_plan_and_says_so():
+    from minigraph.memory.planners.budget import Deadline, stack_unplaced
+    from minigraph.memory.planners.offset import start_plans
+    bufs = random_buffers(3000, seed=4)
+    plans, note = start_plans(bufs, ["greedy-size", "bestfit"], Deadline(0.0))   # passed
+    assert len(plans) == 1 and "time limit reached" in note
+    validate_offsets(bufs, {b.id: o for b, o in zip(bufs, plans[0][1])})
+    half = [o if k % 2 else -1 for k, o in enumerate(place_in_order(bufs, range(3000)))]
+    done = stack_unplaced(bufs, half)
+    validate_offsets(bufs, {b.id: o for b, o in zip(bufs, done)})
+
+
+def _huge_among_small(seed: int) -> list[Buffer]:
+    rng = random.Random(seed)
+    bufs = []
+    for k in range(26):
+        s = rng.randrange(8)
+        bufs.append(Buffer(f"b{k}", s, s + rng.randrange(6), rng.randrange(1, 64)))
+    h = rng.randrange(8)
+    bufs.append(Buffer("huge", h, h + 2, 10**12 + 7))
+    return bufs
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ilp_never_returns_overlapping_offsets_when_one_buffer_is_huge(seed):
+    bufs = _huge_among_small(seed)
+    placed = get_planner("ilp")(bufs, time_limit=5)
+    validate_offsets(bufs, placed.offsets)
+    assert placed.arena_bytes <= best_heuristic(bufs)[2]
+
+
+def test_ilp_offsets_follow_the_solvers_orders_not_its_rounded_offsets():
+    # A tolerance lets the solver say "a below b" while its x puts a a little above b:
+    # the offsets come from the orders (a topological order), so they never overlap.
+    bufs = [Buffer("a", 0, 1, 10), Buffer("b", 0, 1, 20), Buffer("c", 1, 2, 5)]
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    x = np.array([30.0, 29.99, 0.0, 35.0, 1.0, 1.0, 1.0])    # x_a > x_b, yet a below b
+    exact = checked_plan(bufs, pairs, x)
+    validate_offsets(bufs, exact)
+    assert exact == {"a": 0, "b": 10, "c": 30}
+    cyclic = np.array([0.0, 0.0, 0.0, 35.0, 1.0, 0.0, 1.0])  # a<b, c<a, b<c
+    assert checked_plan(bufs, pairs, cyclic) is None
+
+
+def test_an_ilp_answer_the_validator_refuses_falls_back_to_the_best_heuristic(monkeypatch):
+    import scipy.optimize
+
+    class Bad(dict):
+        __getattr__ = dict.get
+
+    def milp(c, **kw):                     # every order points up and down: a cycle
+        n = len(c)
+        return Bad(x=np.where(np.arange(n) % 2, 1.0, 0.0), status=0, mip_dual_bound=None)
+
+    monkeypatch.setattr(scipy.optimize, "milp", milp)
+    bufs = hard_instance(12, 1000, 8, seed=10)
+    placed = get_planner("ilp")(bufs, time_limit=5)
+    validate_offsets(bufs, placed.offsets)
+    assert placed.arena_bytes == best_heuristic(bufs)[2]
+    assert "ilp" in placed.note and "gap" in placed.note
+
+
+def test_the_ilp_solver_prints_nothing(capfd):
+    get_planner("ilp")(hard_instance(12, 1000, 8, seed=10), time_limit=10)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

@@ -205,3 +205,20 @@ def test_identical_buffers_are_placed_in_index_order():
     assert waits_for_twin(st, 1) and not waits_for_twin(st, 0)
     st.place(0)
     assert not waits_for_twin(st, 1)
+
+
+def test_a_start_that_meets_the_minimum_is_returned_without_building_the_search():
+    # 3000 buffers all alive together: the search's tables would hold 4.5 million pairs.
+    bufs = [Buffer(i, i, 6000 - i, 4) for i in range(3000)]
+    t0 = time.perf_counter()
+    placed = plan_search(bufs, time_limit=None)
+    assert time.perf_counter() - t0 < 5.0
+    assert placed.arena_bytes == theoretical_minimum(bufs)
+    assert "optimal (meets the theoretical minimum); 0 nodes" in placed.note
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "10"])
+def test_a_node_limit_is_a_count(bad):
+    with pytest.raises(PlanError, match="node_limit") as err:
+        plan_search(random_buffers(10, seed=0), node_limit=bad)
+    assert repr(bad) in str(err.value)

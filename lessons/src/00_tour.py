@@ -97,7 +97,7 @@ plot_comparison(rows)
 # size (the zoo's models are in the list too), schedule order, in-place, planner,
 # colours (parallel-safe sharing), alignment, and DTR with its budget. Every change re-plans
 # and redraws. The headline reads "peak (no reuse) -> this plan, saved %, theoretical
-# minimum" (MB here means 2**20 bytes).
+# minimum", in KiB and MiB (2**10 and 2**20 bytes) as every printout of minigraph.
 
 # %%
 w = memory_widget(step, planner="refcount", inplace=True)

@@ -101,8 +101,9 @@ print("F first:", inplace_pairs(f_first, mg.liveness(f_first, alignment=1)))
 #
 # Rule 5 was found by this lesson's tests. `add_n(g, g, g)` (autodiff makes it from
 # `h + h + h`) adds its first two operands into the output and then reads the third:
-# had the output taken g's bytes, it would read 2g there. The validator cannot see this:
-# it trusts the in-place list it is given. Here is what happens if we force that pair:
+# had the output taken g's bytes, it would read 2g there. The validator checks every
+# hand-over against the graph with the same rule, so it refuses this pair; forced past
+# it (`validate=False`), here is what happens:
 
 # %%
 with mg.name_scope():
@@ -113,10 +114,13 @@ print("pairs the rule allows:", inplace_pairs(triple, mg.liveness(triple, alignm
 good = mg.plan_memory(triple, ONE.replace(inplace=True)).plan
 forced = mg.MemoryPlan(good.liveness, {**good.offsets, "s": good.offsets["a"]},
                        good.arena_bytes, [("a", "s")], "forced")
-forced.validate()                        # accepted: a hand-over at the step a dies
+try:
+    forced.validate(triple)
+except mg.PlanError as e:
+    print("refused:", e)
 feeds = {"x": np.ones((2, 3), np.float32)}
 print("right:", mg.Executor(triple).run(feeds)["loss"],
-      "  forced in place:", mg.Executor(triple, forced).run(feeds)["loss"])
+      "  forced in place:", mg.Executor(triple, forced, validate=False).run(feeds)["loss"])
 
 # %% [markdown]
 # ## 3. Sharing: MXNet's counter simulation

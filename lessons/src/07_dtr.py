@@ -63,7 +63,8 @@ from minigraph.viz.plots import plot_dtr_timeline, plot_sweep
 # * `total = external + peak` - the peak memory of the unmodified run, weights included;
 # * `lower` - the largest single op: its inputs, outputs and workspace must be resident
 #   together, so no smaller budget can work (DTR refuses one at once, `BudgetError`);
-# * `safe` - a budget at which this runtime is guaranteed to finish.
+# * `safe` - a budget at which this runtime never gets stuck (it may still recompute too
+#   much and stop with `ThrashError`; with `thrash_limit=math.inf` it always finishes).
 #
 # A budget *ratio* follows the DTR paper: a fraction of the **total** peak, so the arena
 # gets `ratio * total - external` bytes (`ratio_of="total"`, the default). Since the

@@ -31,7 +31,9 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 import matplotlib.pyplot as plt
 
 from minigraph.examples import wide_mlp
-from minigraph.experiments.allocators import compare_allocators, dtr_runs, format_rows
+from minigraph.experiments.allocators import (
+    compare_allocators, dtr_runs, format_rows, static_plan,
+)
 from minigraph.memory.online import (
     CachingAllocator,
     MiB,
@@ -80,7 +82,7 @@ ff = simulate(HOLE, "first-fit")
 print(ff.summary())
 fig, axes = plt.subplots(1, 2, figsize=(10, 3))
 plot_arena(ff, axes[0], labels=True)
-plot_static(HOLE, "greedy-size", axes[1], labels=True)
+plot_static(static_plan(HOLE, "greedy-size"), axes[1], labels=True)
 plt.tight_layout()
 plt.show()
 
@@ -101,7 +103,7 @@ for r in results.values():
 fig, axes = plt.subplots(1, 3, figsize=(15, 3.4))
 plot_arena(results["first-fit"], axes[0])
 plot_arena(results["best-fit"], axes[1])
-plot_static(trace, "greedy-size", axes[2])
+plot_static(static_plan(trace, "greedy-size"), axes[2])
 plt.tight_layout()
 plt.show()
 

@@ -10,14 +10,14 @@ The gap between the two rows is the fragmentation this lesson is about.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BudgetError, ThrashError
 from ..graph import Graph, fmt_bytes
 from ..memory.api import MemoryOptions, plan_memory, planning_buffers
-from ..memory.buffers import Buffer, align_up, theoretical_minimum
+from ..memory.buffers import Buffer, Placement, align_up, theoretical_minimum
 from ..memory.liveness import liveness
 from ..memory.online import simulate
 from ..memory.online.base import AllocatorResult
@@ -205,6 +205,25 @@ def dtr_runs(graph: Graph | Any, ratios: Sequence[float] = (0.8, 0.6), *,
             if notes is not None:
                 notes.append(f"{label}: {type(e).__name__}: {str(e)[:100]}")
     return out
+
+
+@dataclass
+class StaticPlan:
+    """A trace planned offline: its buffers (aligned), their placement, and the number of
+    events (the time axis). `viz.allocators.plot_static` draws it."""
+    planner: str
+    buffers: list[Buffer]
+    placement: Placement
+    events: int
+
+
+def static_plan(trace: Iterable[Event], planner: str = "greedy-size", alignment: int = 512
+                ) -> StaticPlan:
+    """Plan `trace`'s tensors with every lifetime known: what an online allocator could have
+    done had it seen the future."""
+    trace = as_trace(trace)
+    aligned, placement = plan_buffers(buffers_from_trace(trace), planner, alignment)
+    return StaticPlan(planner, aligned, placement, len(trace))
 
 
 def format_rows(rows: Sequence[AllocatorRow]) -> str:

@@ -6,21 +6,62 @@
 
 It prints the number of buffers, the theoretical minimum, the arena, their ratio and the
 planning time. `add_arguments(parser)` fills an argparse (sub)parser; `run(args)` returns
-the exit status (0 fine, 1 an error that it prints).
+the exit status: 0 fine, 2 a user's mistake (a bad file, option value, planner or model
+name), printed as one line with no traceback. A bad value is refused, never replaced.
+`Parser` is an ArgumentParser whose usage errors are that one line too.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
+from typing import NoReturn
 
 from ..errors import MinigraphError
 from ..memory.api import MemoryOptions, plan_memory
 from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
 from ..memory.csvio import read_plan, read_problem, write_plan
+from ..memory.orders import ORDERS
 from ..memory.planners import get_planner, plan_buffers
-from ..models import get_model
+from ..models import MODELS, get_model
+
+USAGE_ERROR = 2       # the exit status of a user's mistake (argparse's own convention)
+
+
+def one_line(message: object) -> str:
+    """`message` on one line: the CLI prints one line per mistake, never a traceback."""
+    return "; ".join(x.strip() for x in str(message).splitlines() if x.strip())
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors print one line (`prog: error: ...`), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {one_line(message)}\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (alignment, batch)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (nan or inf would never stop)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds > 0")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -29,19 +70,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--planner", default="ge",
                         help="planner name (none, refcount, ge-max, ge-binary, ge-hybrid, ge, "
                         "greedy-size, bestfit, anneal, ilp, ...); default ge")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+    parser.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                         help="seconds for the search planners (ilp, anneal)")
-    parser.add_argument("--alignment", type=int, default=None, metavar="N",
+    parser.add_argument("--alignment", type=positive_int, default=None, metavar="N",
                         help="round sizes up to N bytes (default 1 for CSV, 512 for models)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (anneal)")
     parser.add_argument("-o", "--output", metavar="PLAN.csv",
                         help="write the plan as id,lower,upper,size,offset")
     parser.add_argument("--check", metavar="PLAN.csv",
                         help="validate a plan CSV instead of planning")
-    parser.add_argument("--model", help="plan a zoo model's training graph (minigraph.models)")
-    parser.add_argument("--batch", type=int, default=32, help="batch size for --model")
-    parser.add_argument("--order", default="program",
-                        help="schedule for --model (program, bfs, dfs, rdfs, ge, memory, best)")
+    parser.add_argument("--model", choices=list(MODELS), metavar="NAME",
+                        help=f"plan a zoo model's training graph ({', '.join(MODELS)})")
+    parser.add_argument("--batch", type=positive_int, default=32, help="batch size for --model")
+    parser.add_argument("--order", default="program", choices=sorted(ORDERS), metavar="ORDER",
+                        help=f"schedule for --model ({', '.join(sorted(ORDERS))})")
     return parser
 
 
@@ -82,12 +124,12 @@ def _plan_csv(args: argparse.Namespace) -> int:
     buffers = read_problem(args.file)
     get_planner(args.planner)          # load the planners (and fail early) before timing
     t0 = time.perf_counter()
-    aligned, placement = plan_buffers(buffers, args.planner, args.alignment or 1,
-                                      **_planner_args(args))
-    seconds = time.perf_counter() - t0
-    print(f"{args.file}: planner {args.planner}, alignment {args.alignment or 1}")
+    alignment = 1 if args.alignment is None else args.alignment
+    aligned, placement = plan_buffers(buffers, args.planner, alignment, **_planner_args(args))
+    took = time.perf_counter() - t0
+    print(f"{args.file}: planner {args.planner}, alignment {alignment}")
     _report(len(buffers), theoretical_minimum(aligned), placement.arena_bytes,
-            seconds, placement.note, no_reuse=sum(b.size for b in aligned))
+            took, placement.note, no_reuse=sum(b.size for b in aligned))
     if args.output:
         write_plan(args.output, aligned, placement.offsets)
         print(f"plan written to {args.output}")
@@ -97,7 +139,8 @@ def _plan_csv(args: argparse.Namespace) -> int:
 def _plan_model(args: argparse.Namespace) -> int:
     graph = get_model(args.model, batch=args.batch).graph
     options = MemoryOptions(planner=args.planner, order=args.order,
-                            alignment=args.alignment or 512, planner_args=_planner_args(args))
+                            alignment=512 if args.alignment is None else args.alignment,
+                            planner_args=_planner_args(args))
     report = plan_memory(graph, options)
     print(f"{args.model} (batch {args.batch}): {len(graph.nodes)} nodes, planner "
           f"{args.planner}, order {args.order}, alignment {options.alignment}")
@@ -110,27 +153,27 @@ def _plan_model(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Do what the arguments ask; print the numbers; 0 on success, 1 on an error."""
-    chosen = [x for x in (args.file, args.check, args.model) if x]
+    """Do what the arguments ask; print the numbers. 0 on success; 2 on a user's mistake,
+    printed as one line (an internal error still raises, with its traceback)."""
+    chosen = [x for x in (args.file, args.check, args.model) if x is not None]
     if len(chosen) != 1:
-        print("error: give exactly one of FILE.csv, --check PLAN.csv, --model NAME",
-              file=sys.stderr)
-        return 1
+        print("minigraph plan: error: give exactly one of FILE.csv, --check PLAN.csv, "
+              "--model NAME", file=sys.stderr)
+        return USAGE_ERROR
     try:
-        if args.check:
+        if args.check is not None:
             return _check(args)
-        if args.model:
+        if args.model is not None:
             return _plan_model(args)
         return _plan_csv(args)
-    except (MinigraphError, OSError, KeyError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    except (MinigraphError, OSError) as e:      # OSError: -o into a missing folder
+        print(f"minigraph plan: error: {one_line(e)}", file=sys.stderr)
+        return USAGE_ERROR
 
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry point (`python -m minigraph.experiments.plan_cli ...`)."""
-    parser = add_arguments(argparse.ArgumentParser(prog="minigraph plan",
-                                                   description=__doc__.splitlines()[0]))
+    parser = add_arguments(Parser(prog="minigraph plan", description=__doc__.splitlines()[0]))
     return run(parser.parse_args(argv))
 
 

@@ -34,7 +34,7 @@ from ..examples import linear_chain
 from ..feeds import random_feeds
 from ..graph import Graph
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
-from .runner import Outcome, run_case
+from .runner import Outcome, one_blas_thread, run_case, scaled
 
 PASS_POINTS = 0.6
 RATIOS = (0.8, 0.6, 0.4)
@@ -52,7 +52,7 @@ MODELS: tuple[tuple[str, str, dict], ...] = (
     ("transformer", "transformer", {"layers": 8, "seq": 32, "d_model": 32, "batch": 8}),
     ("lstm", "lstm", {"T": 48, "hidden": 32, "batch": 512, "input": 16}),
 )
-TIME_LIMIT = 60.0
+TIME_LIMIT = 60.0     # seconds per case, times `time_scale()`
 THRASH_LIMIT = 10.0   # the runtime gives up past this many times the base compute
 FIELDS = ("name", "kind", "node", "size", "cost", "staleness", "last_access", "recomputes",
           "neighbor_cost", "live_neighbor_cost", "evicted_neighbors", "eqclass_cost",
@@ -360,13 +360,19 @@ def reference_digests(case: HeuristicCase) -> dict[str, str]:
 # Grading
 # ---------------------------------------------------------------------------------------
 
+@one_blas_thread()
 def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = None,
-                    private: Any = None, time_limit: float = TIME_LIMIT, mode: str = "auto",
+                    private: Any = None, time_limit: float | None = None, mode: str = "auto",
                     max_timeouts: int = 2, baselines: Sequence[str] = BASELINES
                     ) -> GradeReport:
     """Grade `fn(t, now) -> score` (lowest evicted first; `math.inf` for tensors that
     must stay, pinned ones above all) on the chain and three models at 80/60/40% of the
-    total peak, plus private cases (`private`, or `MINIGRAPH_PRIVATE_CASES`)."""
+    total peak, plus private cases (`private`, or `MINIGRAPH_PRIVATE_CASES`). Each case
+    runs in a child process with `time_limit` seconds (default `TIME_LIMIT` x
+    `time_scale()`); BLAS runs on one thread (`one_blas_thread`), which the runs and the
+    plain reference run share."""
+    if time_limit is None:
+        time_limit = scaled(TIME_LIMIT)
     if cases is None:
         cases = heuristic_cases() + private_heuristic_cases(private)
     skipped = [c for c in cases if baseline("dtr", c) is None]

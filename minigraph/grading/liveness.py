@@ -19,17 +19,20 @@ from ..graph import Graph, TensorInfo
 from ..memory.liveness import Liveness, liveness
 from .cases import GraphCase, liveness_cases, private_liveness_cases
 from .report import CaseResult, GradeReport, finish_report, run_cases
-from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case
+from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case, scaled
 
 
 def check_liveness(fn: Callable, *, cases: Sequence[GraphCase] | None = None,
-                   private: Any = None, seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
+                   private: Any = None, seed: int = 0, time_limit: float | None = None,
                    mode: str = "auto", shrink: bool = True, max_timeouts: int = 2
                    ) -> GradeReport:
     """Grade `fn(graph, schedule, alignment) -> (intervals, minimum)` on the public cases
     (`seed` picks the generated ones), plus private cases (`private`: a directory or a
     seed; default from `MINIGRAPH_PRIVATE_CASES`). One point per case that is entirely
-    right; each case runs in a child process with `time_limit` seconds."""
+    right; each case runs in a child process with `time_limit` seconds (default
+    `DEFAULT_TIME_LIMIT` x `time_scale()`)."""
+    if time_limit is None:
+        time_limit = scaled(DEFAULT_TIME_LIMIT)
     if cases is None:
         cases = liveness_cases(seed) + private_liveness_cases(private)
     results, outcomes, status = run_cases(
@@ -225,7 +228,7 @@ def _reproducer(fn: Callable, case: GraphCase, out: Outcome, time_limit: float, 
             if not keep:
                 return False
             c = reduce_case(case, keep)
-            o = _run(fn, c, min(time_limit, 5.0), mode)
+            o = _run(fn, c, min(time_limit, scaled(5.0)), mode)
             return _category(o) == want and not judge_liveness(c, o)[0]
 
         keep = ddmin([n.name for n in case.graph.nodes], fails)

@@ -21,21 +21,34 @@ from ..errors import PlanError
 from ..memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
 from .cases import BufferCase, planner_cases, private_planner_cases
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
-from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case
+from .runner import (
+    DEFAULT_TIME_LIMIT,
+    Garbage,
+    Outcome,
+    ddmin,
+    one_blas_thread,
+    run_case,
+    scaled,
+)
 
 VALID_POINTS = 0.7
 BASELINE = "refcount"
 
 
+@one_blas_thread()
 def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
-                  private: Any = None, seed: int = 0, time_limit: float = DEFAULT_TIME_LIMIT,
+                  private: Any = None, seed: int = 0, time_limit: float | None = None,
                   mode: str = "auto", shrink: bool = True, max_timeouts: int = 2,
                   baseline: str = BASELINE, leaderboard: bool | Sequence[str] = True,
                   execute: bool = True) -> GradeReport:
     """Grade `fn(buffers) -> {id: offset}` on the public cases (graphs' liveness buffers,
     edge cases, hard instances with a known optimum, random lists; `seed` picks the
     generated ones), plus private cases (`private`, or `MINIGRAPH_PRIVATE_CASES`).
-    `leaderboard`: True for every library planner, a list of names, or False."""
+    `leaderboard`: True for every library planner, a list of names, or False. Each case
+    runs in a child process with `time_limit` seconds (default `DEFAULT_TIME_LIMIT` x
+    `time_scale()`); BLAS runs on one thread (`one_blas_thread`)."""
+    if time_limit is None:
+        time_limit = scaled(DEFAULT_TIME_LIMIT)
     if cases is None:
         cases = planner_cases(seed) + private_planner_cases(private)
     library_planners()   # import every planner module once, before any fork
@@ -149,9 +162,8 @@ def _execute(case: BufferCase, offsets: dict, check: bool = True) -> dict[str, n
     live = liveness(case.graph, case.schedule, case.alignment)
     arena = max((offsets[b.id] + b.size for b in live.buffers() if b.size), default=0)
     plan = MemoryPlan(live, dict(offsets), arena, planner="student")
-    if not check:
-        plan.validate = lambda: plan   # run an unsafe plan on purpose, to show the damage
-    return Executor(case.graph, plan, device="cpu").run(case.feeds())
+    # check=False runs an unsafe plan on purpose, to show the damage it does.
+    return Executor(case.graph, plan, device="cpu", validate=check).run(case.feeds())
 
 
 def _reference_outputs(case: BufferCase) -> dict[str, np.ndarray]:
@@ -230,7 +242,7 @@ def _reproducer(fn: Callable, case: BufferCase, out: Outcome, time_limit: float,
     if shrink and want not in ("ok", "timeout", "crash") and len(small) > 1:
         def fails(bufs: list[Buffer]) -> bool:
             c = BufferCase(case.name, bufs, case.alignment)
-            return _category(_run(fn, bufs, min(time_limit, 5.0), mode), c) == want
+            return _category(_run(fn, bufs, min(time_limit, scaled(5.0)), mode), c) == want
 
         small = ddmin(list(small), fails)
     name = getattr(fn, "__name__", "fn")

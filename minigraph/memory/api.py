@@ -10,15 +10,19 @@ and the planner named by `options.planner` places one colour's buffers.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
+from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, arena_size, theoretical_minimum
 from .coloring import tensor_colors
 from .inplace import inplace_pairs, merge_inplace
 from .liveness import Liveness, liveness
-from .orders import schedule
+from .orders import ORDERS, schedule
 from .plan import MemoryPlan
 from .planners import plan_buffers
 
@@ -27,7 +31,9 @@ from .planners import plan_buffers
 class MemoryOptions:
     """The switches a notebook flips. `planner` names a planner of `PLANNERS`; `colors=k`
     keeps k colour classes apart (parallel-safe sharing); `planner_args` are the planner's
-    options (e.g. match_range, time_limit, seed): one it does not take raises PlanError."""
+    options (e.g. match_range, time_limit, seed): one it does not take raises PlanError.
+    A value of the wrong type or range (alignment or colors < 1, an unknown order) raises
+    PlanError when the options are made."""
     inplace: bool = False
     planner: str = "none"
     colors: int = 1
@@ -35,10 +41,42 @@ class MemoryOptions:
     alignment: int = 512
     planner_args: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Checked here, when the options are made, so the widget, the CLI and a lesson all
+        # get the same message before any planning (a bad alignment used to become 1).
+        for name in ("alignment", "colors"):
+            object.__setattr__(self, name, _count(name, getattr(self, name)))
+        if not isinstance(self.inplace, (bool, np.bool_)):
+            raise PlanError(f"MemoryOptions: inplace must be True or False, not {self.inplace!r}")
+        object.__setattr__(self, "inplace", bool(self.inplace))
+        if not isinstance(self.planner, str):
+            raise PlanError(f"MemoryOptions: planner must be a name (str), not {self.planner!r}")
+        if not isinstance(self.order, str) or self.order not in ORDERS:
+            raise PlanError(f"MemoryOptions: unknown order {self.order!r}; known: "
+                            f"{', '.join(sorted(ORDERS))}")
+        if not isinstance(self.planner_args, Mapping) or \
+                not all(isinstance(k, str) for k in self.planner_args):
+            raise PlanError("MemoryOptions: planner_args must be a dict of option name -> "
+                            f"value, not {self.planner_args!r}")
+
     def replace(self, **kw: Any) -> MemoryOptions:
+        """A copy with the named options changed (`plan_memory(g, opts, colors=2)`)."""
         d = asdict(self)
+        unknown = sorted(set(kw) - set(d))
+        if unknown:
+            raise PlanError(f"MemoryOptions has no option {', '.join(map(repr, unknown))}; "
+                            f"its options are {', '.join(d)}")
         d.update(kw)
         return MemoryOptions(**d)
+
+
+def _count(name: str, value: Any) -> int:
+    """`value` as a plain int >= 1 (np.int64(512) -> 512); a float, a bool or 0 is refused."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise PlanError(f"MemoryOptions: {name} must be an integer, not {value!r}")
+    if value < 1:
+        raise PlanError(f"MemoryOptions: {name} must be >= 1, not {value}")
+    return int(value)
 
 
 @dataclass
@@ -94,8 +132,8 @@ def planning_buffers(graph: Graph, live: Liveness, options: MemoryOptions
                                 dict[str, int]]:
     """The buffer problem a planner sees: in-place chains fused, colours attached.
     Returns (buffers, tensor -> buffer id, in-place pairs, tensor colours)."""
-    pairs = inplace_pairs(graph, live) if options.inplace else []
     colors = tensor_colors(graph, live, options.colors) if options.colors > 1 else {}
+    pairs = inplace_pairs(graph, live, colors) if options.inplace else []   # within a colour
     base = [Buffer(iv.name, iv.start, iv.end, iv.bytes, colors.get(iv.name, 0))
             for iv in live.planned()] if colors else live.buffers()
     merged, group = merge_inplace(base, pairs)
@@ -112,8 +150,9 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
                                 **options.planner_args)
     offsets = {name: placement.offsets[gid] for name, gid in group.items()}
     arena = arena_size(live.buffers(), offsets)      # per tensor: what the validator checks
-    plan = MemoryPlan(live, offsets, arena, pairs, options.planner, placement.note, colors)
+    plan = MemoryPlan(live, offsets, arena, pairs, options.planner, placement.note, colors,
+                      graph)
     seconds = time.perf_counter() - t0
-    plan.validate()
+    plan.prove(graph)       # bound by construction: its liveness was made from graph
     return MemoryReport(plan, options, theoretical_minimum(merged), live.no_reuse_bytes(),
                         seconds, live.unplanned_bytes())

@@ -99,10 +99,15 @@ def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
                      handovers: Iterable[tuple[Hashable, Hashable]] = ()) -> None:
     """Prove that no two buffers alive at the same step overlap in the arena.
 
-    The one exception is an in-place hand-over `(a, b)`: `a` ends at the step where `b`
-    starts, at the same offset and size (the op overwrites its input). Also checks that
-    offsets are aligned, non-negative and inside the arena. Raises PlanError naming both
-    buffers, their intervals, their byte ranges and the step.
+    The one exception is an in-place hand-over `(a, b)`: `a` is born before the step where
+    `b` starts and dies at that step, at the same offset with the same size (the op
+    overwrites its input); each buffer gives its bytes to at most one other and takes them
+    from at most one. That is all a list of buffers can show: whether the op producing b
+    may overwrite a is `MemoryPlan.validate`'s to check, with the graph. Buffers of
+    different colours never share bytes, at any step. Also checks that offsets are
+    aligned, non-negative and inside the arena. The verdict does not depend on the order
+    of either list. Raises PlanError naming the buffers, their intervals, their byte
+    ranges and the step.
     """
     if len({b.id for b in buffers}) != len(buffers):
         raise PlanError("two buffers share an id")
@@ -110,6 +115,7 @@ def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
         _check_offset(b, offsets, arena_bytes, alignment)
     handovers = list(handovers)
     _check_handovers(buffers, offsets, handovers)
+    _check_colours(buffers, offsets)
     pair = first_overlap(buffers, offsets, handovers)
     if pair is not None:
         o, b = pair
@@ -125,7 +131,7 @@ def _check_offset(b: Buffer, offsets: Mapping[Hashable, int], arena_bytes: int |
     if b.id not in offsets:
         raise PlanError(f"buffer {b.id} has no offset")
     off = offsets[b.id]
-    if not isinstance(off, int) or isinstance(off, bool):
+    if isinstance(off, bool) or not hasattr(type(off), "__index__"):   # np.int64 is fine
         raise PlanError(f"buffer {b.id}: offset {off!r} is not an integer")
     if off < 0:
         raise PlanError(f"buffer {b.id}: negative offset {off}")
@@ -137,15 +143,48 @@ def _check_offset(b: Buffer, offsets: Mapping[Hashable, int], arena_bytes: int |
 
 
 def _check_handovers(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
-                     handovers: Iterable[tuple[Hashable, Hashable]]) -> None:
-    """Each in-place pair (a, b): a ends where b starts, at b's offset, with b's size."""
+                     handovers: Sequence[tuple[Hashable, Hashable]]) -> None:
+    """Each in-place pair (a, b): a is born before b's first step and dies at it, at b's
+    offset, with b's size; no buffer gives or takes bytes twice."""
     by_id = {b.id: b for b in buffers}
+    gives: dict[Hashable, Hashable] = {}
+    takes: dict[Hashable, Hashable] = {}
     for a, b in handovers:
+        for t in (a, b):
+            if t not in by_id:
+                raise PlanError(f"in-place {a} -> {b}: {t} is not a planned buffer")
+        if a in gives or b in takes:
+            twice = f"{a} already gives its bytes to {gives[a]}" if a in gives else \
+                f"{b} already takes the bytes of {takes[b]}"
+            raise PlanError(f"in-place {a} -> {b}: {twice}")
+        gives[a], takes[b] = b, a
         ba, bb = by_id[a], by_id[b]
-        if ba.end != bb.start or offsets[a] != offsets[b] or ba.size != bb.size:
+        if not ba.start < bb.start == ba.end or offsets[a] != offsets[b] or \
+                ba.size != bb.size:
             raise PlanError(f"in-place {a} -> {b} is not a hand-over: {a} [{ba.start},"
                             f"{ba.end}] at {offsets[a]} size {ba.size}, {b} [{bb.start},"
-                            f"{bb.end}] at {offsets[b]} size {bb.size}")
+                            f"{bb.end}] at {offsets[b]} size {bb.size} ({a} must be born "
+                            f"before {b}'s first step and die at it, at the same offset "
+                            "with the same size)")
+
+
+def _check_colours(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int]) -> None:
+    """Buffers of different colours never share bytes, whenever they live: a sweep over
+    addresses that keeps, per colour, the buffer reaching highest so far."""
+    if len({b.color for b in buffers}) < 2:
+        return
+    top: dict[int, Buffer] = {}        # colour -> buffer with the highest end so far
+    for b in sorted((b for b in buffers if b.size), key=lambda b: (offsets[b.id], str(b.id))):
+        lo = offsets[b.id]
+        for c, o in top.items():
+            if c != b.color and offsets[o.id] + o.size > lo:
+                raise PlanError(f"{o.id} (colour {o.color}) at bytes [{offsets[o.id]},"
+                                f"{offsets[o.id] + o.size}) and {b.id} (colour {b.color}) "
+                                f"at bytes [{lo},{lo + b.size}) share bytes: buffers of "
+                                "different colours never do")
+        o = top.get(b.color)
+        if o is None or offsets[o.id] + o.size < lo + b.size:
+            top[b.color] = b
 
 
 def first_overlap(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],

@@ -2,8 +2,11 @@
 
 A problem is one row per buffer, `id,lower,upper,size`, with the lifetime half-open:
 alive at steps lower .. upper-1 (the DSA benchmark convention), so
-`Buffer.end = upper - 1`. A plan adds an `offset` column. Ids that are all digits are
-read as integers. Every mistake raises `CSVError`, naming the file, the line and the rule.
+`Buffer.end = upper - 1`. A plan adds an `offset` column. Files are UTF-8 (a byte order
+mark is allowed); numbers are ASCII decimal integers; ids that are all ASCII digits are read
+as integers. Every mistake (a binary or Latin-1 file, a bad header, a row of the wrong width,
+a field over the csv module's limit, ...) raises `CSVError`, naming the file, the line and
+the rule.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import IO
 
@@ -31,49 +35,100 @@ class CSVError(PlanError):
         self.source, self.line = source, line
 
 
-def _open(src: str | os.PathLike | IO[str]) -> tuple[IO[str], str, bool]:
+def _text(src: str | os.PathLike | IO) -> tuple[str, str]:
+    """The whole file as text and its name for messages. Files are read as UTF-8 (a byte
+    order mark is dropped, as spreadsheets write one); anything else is refused with the
+    line of the first bad byte rather than guessed at."""
     if hasattr(src, "read"):
-        return src, getattr(src, "name", "<csv>"), False
-    return open(src, newline=""), os.fspath(src), True
+        source = str(getattr(src, "name", "<csv>"))
+        try:
+            data = src.read()
+        except (OSError, UnicodeDecodeError) as e:    # a text stream in the wrong encoding
+            raise CSVError(f"cannot read: {e}", source) from None
+    else:
+        source = os.fspath(src)
+        try:
+            with open(src, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise CSVError(f"cannot read the file: {e.strerror or e}", source) from None
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise CSVError(f"byte 0x{data[e.start]:02x} is not UTF-8 text (a binary file, or "
+                           "saved as Latin-1? save it as UTF-8)", source, line) from None
+    if not isinstance(data, str):
+        raise CSVError(f"read() gave {type(data).__name__}, not text", source)
+    data = data.removeprefix("\ufeff")
+    nul = data.find("\0")
+    if nul >= 0:
+        raise CSVError("NUL byte: a binary file, not CSV text", source,
+                       data.count("\n", 0, nul) + 1)
+    return data, source
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_LIMIT = 2**63        # planners do arithmetic in int64 (NumPy, HiGHS)
 
 
 def _int(text: str, column: str, source: str, line: int) -> int:
-    try:
-        return int(text.strip())
-    except (ValueError, AttributeError):
-        raise CSVError(f"{column} {text!r} is not an integer", source, line) from None
+    """An ASCII decimal integer. int() would also take Arabic-Indic or full-width digits and
+    underscores ("1_000"); a plan file must mean the same to every reader, so those are
+    refused."""
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) and not _INTEGER.fullmatch(t):    # fast path first
+        raise CSVError(f"{column} {_short(repr(text))} is not an integer (ASCII digits 0-9)",
+                       source, line)
+    if len(t.lstrip("+-")) > 19 or abs(int(t)) >= _LIMIT:    # int() refuses 4300+ digits
+        raise CSVError(f"{column} {_short(t)} does not fit in 64 bits", source, line)
+    return int(t)
+
+
+def _short(text: str, width: int = 60) -> str:
+    """`text` cut to `width` characters for a message (a field may be megabytes long)."""
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
+
+
+def _header(header: list[str] | None, columns: Sequence[str], source: str) -> dict[str, int]:
+    """Column name -> index, from the header line (line 1)."""
+    if header is None:
+        raise CSVError(f"empty file; expected the header {','.join(columns)}", source, 1)
+    names = [h.strip().lower() for h in header]
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise CSVError(f"missing column {', '.join(missing)} (header is "
+                       f"{_short(','.join(header))}; expected {','.join(columns)})", source, 1)
+    twice = [c for c in columns if names.count(c) > 1]
+    if twice:
+        raise CSVError(f"column {', '.join(twice)} appears twice in the header", source, 1)
+    return {c: names.index(c) for c in columns}
 
 
 def _rows(src, columns: Sequence[str]) -> tuple[list[tuple[int, dict[str, str]]], str]:
-    f, source, close = _open(src)
+    """(line, column -> field) of every non-blank row; each row has the header's width."""
+    data, source = _text(src)
+    reader = csv.reader(io.StringIO(data, newline=""))
+    rows: list[tuple[int, dict[str, str]]] = []
     try:
-        reader = csv.reader(f)
         header = next(reader, None)
-        if header is None:
-            raise CSVError(f"empty file; expected the header {','.join(columns)}", source, 1)
-        names = [h.strip().lower() for h in header]
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise CSVError(f"missing column {', '.join(missing)} (header is "
-                           f"{','.join(header)}; expected {','.join(columns)})", source, 1)
-        col = {c: names.index(c) for c in columns}
-        rows = []
+        col = _header(header, columns, source)
         for row in reader:
             line = reader.line_num
             if not row or all(not x.strip() for x in row):
                 continue
-            if len(row) < len(names):
-                raise CSVError(f"{len(row)} fields, the header has {len(names)}", source, line)
+            if len(row) != len(header):
+                raise CSVError(f"{len(row)} fields, the header has {len(header)}", source, line)
             rows.append((line, {c: row[k] for c, k in col.items()}))
-        return rows, source
-    finally:
-        if close:
-            f.close()
+    except csv.Error as e:      # a field over csv.field_size_limit(), a stray quote
+        raise CSVError(f"not valid CSV: {e}", source, reader.line_num) from None
+    return rows, source
 
 
 def _buffers(rows, source: str) -> tuple[list[Buffer], dict[Hashable, int]]:
     raw_ids = [r["id"].strip() for _, r in rows]
-    numeric = bool(raw_ids) and all(i.isdigit() for i in raw_ids)
+    numeric = bool(raw_ids) and all(i.isascii() and i.isdigit() for i in raw_ids)
     out, line_of = [], {}
     for (line, r), raw in zip(rows, raw_ids):
         if not raw:

@@ -10,22 +10,56 @@ The rule, every clause of which a test names:
 - the input is planned: not a graph input, parameter, constant or graph output;
 - the op reads the input through one operand only: `add_n(g, g, g)` adds its first two
   operands into the output and then reads the third, which it has just overwritten;
-- each input hands its bytes to one output, each output takes one input.
+- each input hands its bytes to one output, each output takes one input;
+- input and output have the same colour (`colors=k`): a hand-over fuses the two tensors
+  into one buffer, and buffers of different colours never share bytes, so a chain stops
+  where the colour changes.
 Chains hand over repeatedly: three chained sigmoids need one buffer.
+
+`inplace_pairs` proposes the pairs; `inplace_refusal` is the same rule asked of one given
+pair, which is how `MemoryPlan.validate` checks a plan's hand-over list against its graph.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from math import prod
 
-from ..graph import Graph
+from ..errors import PlanError
+from ..graph import Graph, Node
 from ..ops.registry import get_op
 from .buffers import Buffer
 from .liveness import Liveness
 
 
-def inplace_pairs(graph: Graph, live: Liveness) -> list[tuple[str, str]]:
-    """(input, output) tensor pairs that may share bytes, in schedule order."""
+def _clause_broken(graph: Graph, live: Liveness, node: Node, step: int, x: str, y: str,
+                   colors: Mapping[str, int]) -> str:
+    """The first clause (after the op's declaration) that forbids y taking x's bytes at
+    `step`, where `node` runs; "" when none does."""
+    ix, iy = live.intervals[x], live.intervals[y]
+    tx, ty = graph.tensors[x], graph.tensors[y]
+    for iv in (ix, iy):
+        if not iv.planned:
+            return f"{iv.name} is not planned (it is a graph {iv.kind})"
+    if ix.end != step:
+        return f"{x} is read after step {step} (its last reader runs at step {ix.end})"
+    if ix.start >= step:
+        return f"{x} is not born before step {step}"
+    if tx.dtype != ty.dtype or prod(tx.shape) != prod(ty.shape):
+        return (f"{x} ({tx.dtype}{list(tx.shape)}) and {y} ({ty.dtype}{list(ty.shape)}) "
+                "differ in dtype or size")
+    if node.inputs.count(x) != 1:
+        return f"{node.name} reads {x} through {node.inputs.count(x)} operands"
+    if colors.get(x, 0) != colors.get(y, 0):
+        return f"{x} has colour {colors.get(x, 0)} and {y} colour {colors.get(y, 0)}"
+    return ""
+
+
+def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None = None
+                  ) -> list[tuple[str, str]]:
+    """(input, output) tensor pairs that may share bytes, in schedule order. With
+    `colors` (tensor -> colour), only pairs within one colour."""
+    colors = colors or {}
     pairs: list[tuple[str, str]] = []
     taken_in: set[str] = set()
     taken_out: set[str] = set()
@@ -35,31 +69,54 @@ def inplace_pairs(graph: Graph, live: Liveness) -> list[tuple[str, str]]:
             if out_k >= len(node.outputs) or in_k >= len(node.inputs):
                 continue
             x, y = node.inputs[in_k], node.outputs[out_k]
-            ix, iy = live.intervals[x], live.intervals[y]
-            tx, ty = graph.tensors[x], graph.tensors[y]
-            if (ix.planned and iy.planned and ix.end == step
-                    and tx.dtype == ty.dtype and prod(tx.shape) == prod(ty.shape)
-                    and node.inputs.count(x) == 1
-                    and x not in taken_in and y not in taken_out):
+            if x not in taken_in and y not in taken_out and \
+                    not _clause_broken(graph, live, node, step, x, y, colors):
                 pairs.append((x, y))
                 taken_in.add(x)
                 taken_out.add(y)
     return pairs
 
 
+def inplace_refusal(graph: Graph, live: Liveness, x: str, y: str,
+                    colors: Mapping[str, int] | None = None) -> str:
+    """Why the hand-over x -> y breaks the rule under `live`'s schedule ("" if it keeps
+    it): y's producer must declare in-place for (y, x), and every clause above must hold.
+    Uniqueness (one output per input and back) is the buffer validator's to check."""
+    for t in (x, y):
+        if t not in graph.tensors:
+            return f"{t} is not a tensor of this graph"
+    node_name = graph.tensors[y].producer
+    if node_name is None:
+        return f"{y} has no producer (it is a {graph.tensors[y].kind})"
+    node = graph.node(node_name)
+    if x not in node.inputs:
+        return f"{x} is not an input of {node.name} ({node.op}), which produces {y}"
+    out_k, in_ks = node.outputs.index(y), [k for k, i in enumerate(node.inputs) if i == x]
+    if not any((out_k, k) in get_op(node.op).inplace for k in in_ks):
+        return (f"{node.op} ({node.name}) does not declare that its output {out_k} ({y}) "
+                f"may overwrite its input {in_ks[0]} ({x})")
+    step = live.intervals[y].start              # the step where y's producer runs
+    return _clause_broken(graph, live, node, step, x, y, colors or {})
+
+
 def merge_inplace(buffers: list[Buffer], pairs: list[tuple[str, str]]
                   ) -> tuple[list[Buffer], dict[str, str]]:
-    """Fuse each in-place chain into one buffer; returns buffers and tensor -> buffer id."""
+    """Fuse each in-place chain into one buffer; returns buffers and tensor -> buffer id.
+    A chain keeps one colour (`inplace_pairs` never hands over across colours); a pair
+    that would mix colours is refused with PlanError."""
     group = {b.id: b.id for b in buffers}
     if not pairs:
         return list(buffers), group
     for x, y in pairs:          # pairs come in schedule order, so x's group is final
         group[y] = group[x]
-    span: dict[str, list] = {}  # group id -> [start, end, size, colour of its first tensor]
+    span: dict[str, list] = {}  # group id -> [start, end, size, colour]
     for b in buffers:
         s = span.get(group[b.id])
         if s is None:
             span[group[b.id]] = [b.start, b.end, b.size, b.color]
+        elif s[3] != b.color:
+            raise PlanError(f"in-place chain {group[b.id]} -> {b.id} mixes colours {s[3]} "
+                            f"and {b.color}: buffers of different colours never share bytes")
         else:
             s[0], s[1], s[2] = min(s[0], b.start), max(s[1], b.end), max(s[2], b.size)
     return [Buffer(gid, *s) for gid, s in span.items()], group

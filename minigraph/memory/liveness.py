@@ -15,7 +15,7 @@ from math import prod
 
 import numpy as np
 
-from ..errors import GraphError
+from ..errors import ScheduleError
 from ..graph import Graph
 from .buffers import Buffer, align_up, live_bytes_per_step, theoretical_minimum
 
@@ -85,23 +85,30 @@ class Liveness:
 
 
 def check_schedule(graph: Graph, schedule: Sequence[str]) -> tuple[str, ...]:
-    """A schedule must list every node once, each after its producers and control deps."""
+    """A schedule must list every node once, each after its producers and control deps.
+    ScheduleError (a PlanError and a GraphError) names the first difference."""
     schedule = tuple(schedule)
-    if sorted(schedule) != sorted(n.name for n in graph.nodes):
-        missing = {n.name for n in graph.nodes} - set(schedule)
-        extra = set(schedule) - {n.name for n in graph.nodes}
-        raise GraphError(f"schedule must list every node once (missing {sorted(missing)[:5]}, "
-                         f"unknown {sorted(extra)[:5]})")
+    known = {n.name for n in graph.nodes}
+    seen: set[str] = set()
+    for name in schedule:
+        if name not in known:
+            raise ScheduleError(f"the schedule lists node {name} that this graph does not have")
+        if name in seen:
+            raise ScheduleError(f"the schedule lists node {name} twice")
+        seen.add(name)
+    missing = [n.name for n in graph.nodes if n.name not in seen]
+    if missing:
+        raise ScheduleError(f"the schedule misses node {missing[0]} of this graph")
     pos = {n: k for k, n in enumerate(schedule)}
     for n in graph.nodes:
         for i in n.inputs:
             p = graph.tensors[i].producer
             if p is not None and pos[p] > pos[n.name]:
-                raise GraphError(f"schedule runs {n.name} (step {pos[n.name]}) before {p} "
-                                 f"(step {pos[p]}), which produces its input {i}")
+                raise ScheduleError(f"schedule runs {n.name} (step {pos[n.name]}) before {p} "
+                                    f"(step {pos[p]}), which produces its input {i}")
         for d in n.deps:
             if pos[d] > pos[n.name]:
-                raise GraphError(f"schedule runs {n.name} before its dependency {d}")
+                raise ScheduleError(f"schedule runs {n.name} before its dependency {d}")
     return schedule
 
 

@@ -32,7 +32,7 @@ def schedule(graph: Graph, order: str = "program") -> list[str]:
     """The node names of `graph` in the named order."""
     try:
         fn = ORDERS[order]
-    except KeyError:
+    except (KeyError, TypeError):       # TypeError: an unhashable value such as a list
         raise GraphError(f"unknown order {order!r}; known: {', '.join(sorted(ORDERS))}") \
             from None
     return fn(graph)

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, validate_offsets
-from .liveness import Liveness
+from .inplace import inplace_refusal
+from .liveness import Interval, Liveness, check_schedule, liveness
 
 
 @dataclass
 class MemoryPlan:
-    """Offset and size of every planned tensor of one schedule.
+    """Offset and size of every planned tensor of one schedule of one graph.
 
     `arena_bytes` is the end of the highest tensor; `inplace` lists (input, output)
     hand-overs; `planner` names the planner; `note` is what the planner said (for the
-    ILP: "optimal" or its gap).
+    ILP: "optimal" or its gap). `graph` is the graph it was planned for (`plan_memory`
+    sets it; None for a plan made by hand).
+
+    A plan is bound to what it was made for, all of it in `liveness`: the schedule, every
+    tensor's interval and aligned bytes, and which tensors are external (inputs,
+    parameters, constants, graph outputs: not planned, never in `offsets`). `bound_to`
+    refuses any other graph, naming the first difference; the Executor asks it first.
     """
     liveness: Liveness
     offsets: dict[str, int]
@@ -24,6 +32,7 @@ class MemoryPlan:
     planner: str = "none"
     note: str = ""
     colors: dict[str, int] = field(default_factory=dict)
+    graph: Graph | None = field(default=None, repr=False, compare=False)
 
     @property
     def schedule(self) -> tuple[str, ...]:
@@ -45,12 +54,58 @@ class MemoryPlan:
         return [Buffer(iv.name, iv.start, iv.end, iv.bytes, self.colors.get(iv.name, 0))
                 for iv in self.liveness.planned()]
 
-    def validate(self) -> MemoryPlan:
+    def bound_to(self, graph: Graph) -> MemoryPlan:
+        """Raise PlanError unless this plan was made for `graph`: its schedule is a
+        topological order of `graph`'s nodes, every tensor has the same interval, bytes and
+        kind under it as when planned, and the offsets name exactly the planned tensors.
+        The message names the first difference. O(tensors)."""
+        check_schedule(graph, self.schedule)            # ScheduleError is a PlanError
+        _same_tensors(self.liveness, liveness(graph, self.schedule, self.alignment))
+        self._offsets_name_planned_tensors()
+        return self
+
+    def validate(self, graph: Graph | None = None) -> MemoryPlan:
         """Raise PlanError unless no two tensors alive at one step overlap (in-place
-        hand-overs excepted), every offset is aligned and everything fits in the arena."""
+        hand-overs excepted), every offset is aligned and everything fits in the arena.
+
+        Against `graph` (default: the graph it was planned for) the plan must first be
+        bound to it (`bound_to`: the sizes checked are the graph's real bytes), and every
+        hand-over must keep the in-place rule (`inplace_refusal`: the op declares it, the
+        input dies at that step, ...). Without any graph the hand-overs cannot be checked,
+        so a plan that has some is refused."""
+        graph = graph if graph is not None else self.graph
+        if graph is not None:
+            self.bound_to(graph)
+        return self.prove(graph)
+
+    def prove(self, graph: Graph | None) -> MemoryPlan:
+        """`validate` once the plan is known to be bound to `graph` (`plan_memory` has just
+        made its liveness from the graph, so it skips `bound_to`'s second liveness pass)."""
+        self._offsets_name_planned_tensors()
+        if graph is None and self.inplace:
+            a, b = self.inplace[0]
+            raise PlanError(f"in-place {a} -> {b} cannot be checked without the graph: "
+                            "plan.validate(graph)")
+        for a, b in self.inplace if graph is not None else ():
+            why = inplace_refusal(graph, self.liveness, a, b, self.colors)
+            if why:
+                raise PlanError(f"in-place {a} -> {b} is refused: {why}")
         validate_offsets(self.buffers(), self.offsets, self.arena_bytes, self.alignment,
                          self.inplace)
         return self
+
+    def _offsets_name_planned_tensors(self) -> None:
+        """Offsets for planned tensors only: an external tensor (a graph input, say) given an
+        offset would be read from the arena instead of its own storage."""
+        ivs = self.liveness.intervals
+        for name in self.offsets:
+            iv = ivs.get(name)
+            if iv is None:
+                raise PlanError(f"offsets list {name}, which is not a tensor of the graph the "
+                                "plan was made for")
+            if not iv.planned:
+                raise PlanError(f"offsets list graph {iv.kind} {name}: inputs, parameters, "
+                                "constants and graph outputs keep their own storage")
 
     def shared_with(self, name: str) -> list[str]:
         """Other tensors that use some of the same bytes (at other times)."""
@@ -111,3 +166,31 @@ class MemoryPlan:
     def __repr__(self) -> str:
         return (f"MemoryPlan({self.planner}: arena {fmt_bytes(self.arena_bytes)}, "
                 f"{len(self.offsets)} tensors, {len(self.inplace)} in place)")
+
+
+def _same_tensors(made: Liveness, here: Liveness) -> None:
+    """PlanError naming the first tensor whose life, bytes or kind differ between the
+    liveness a plan was made with and the one of the graph it is given."""
+    for name, iv in here.intervals.items():
+        old = made.intervals.get(name)
+        if old is None:
+            raise PlanError(f"this graph's tensor {name} is not in the plan: the plan was "
+                            "made for another graph")
+        if old != iv:
+            raise PlanError(_difference(old, iv))
+    extra = [n for n in made.intervals if n not in here.intervals]
+    if extra:
+        raise PlanError(f"the plan was made for tensor {extra[0]}, which this graph does not "
+                        "have")
+
+
+def _difference(old: Interval, new: Interval) -> str:
+    """"plan was made for tensor h1 of 4096 bytes; this graph's h1 has 8192" and the like."""
+    n = old.name
+    if old.kind != new.kind or old.planned != new.planned:
+        return f"plan was made for tensor {n} of kind {old.kind}; this graph's {n} is {new.kind}"
+    if old.bytes != new.bytes:
+        return f"plan was made for tensor {n} of {old.bytes} bytes; this graph's {n} has " \
+            f"{new.bytes}"
+    return (f"plan was made for tensor {n} alive over steps [{old.start}, {old.end}]; in this "
+            f"graph {n} is alive over [{new.start}, {new.end}]")

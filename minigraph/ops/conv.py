@@ -93,6 +93,8 @@ def _conv_infer(attrs, x, w):
     if x.shape[1] != w.shape[1]:
         raise shape_error("conv2d", ops, f"input channels {x.shape[1]} != weight channels "
                           f"{w.shape[1]}")
+    if w.shape[0] == 0 or w.shape[1] == 0:   # a batch of 0 images is fine: zero outputs
+        raise shape_error("conv2d", ops, "w needs at least one output and one input channel")
     ho, wo = _out_hw("conv2d", ops, x.shape, w.shape[2:], attrs["stride"], attrs["padding"])
     return [((x.shape[0], w.shape[0], ho, wo), dt)]
 
@@ -144,6 +146,9 @@ def _conv_grad_w_fw(ctx, attrs, ins, outs):
     _im2col(xp, x, cols, _conv_attrs(attrs, dw.shape), dy.shape)
     cols3, dy3, dw2 = cols.reshape(n, k, spatial), dy.reshape(n, o, spatial), dw.reshape(o, k)
     part = ctx.scratch((o, k), dw.dtype)
+    if n == 0:                       # no images: the sum over the batch is empty
+        dw.fill(0)
+        return
     xp.matmul(dy3[0], cols3[0].T, out=dw2)
     for b in range(1, n):
         xp.matmul(dy3[b], cols3[b].T, out=part)

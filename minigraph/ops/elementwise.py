@@ -30,6 +30,26 @@ def _float_only(op, *ts):
                              f"{t.name} must be a floating tensor")
 
 
+def _float(op):
+    """The shape rule of a unary op defined on floats only (its kernel writes fractions)."""
+    def infer(attrs, x):
+        _float_only(op, x)
+        return _same(attrs, x)
+    return infer
+
+
+def _scalar_same(op, key="c"):
+    """The shape rule of a scalar op: an integer tensor takes only whole constants (the
+    kernel casts the constant to the tensor's dtype: `x * 0.5` would be `x * 0`)."""
+    def infer(attrs, x):
+        c = attrs[key]
+        if np.dtype(x.dtype).kind in "iub" and not float(c).is_integer():
+            raise DTypeError(f"{op}({x.name}[{x.dtype}], {c}): an integer tensor takes only "
+                             f"whole constants; convert {x.name} to a float dtype first")
+        return _same(attrs, x)
+    return infer
+
+
 # --- broadcasting binary ops ---------------------------------------------------------------
 
 def _broadcast(op):
@@ -80,7 +100,12 @@ def _div_grad(a, ins, outs, g):
     return [sum_to(gx, x.shape), sum_to(gy, y.shape)]
 
 
-defop("div", infer=_broadcast("div"),
+def _div_infer(attrs, a, b):
+    _float_only("div", a, b)     # a quotient of integers is a fraction: no integer kernel
+    return _broadcast("div")(attrs, a, b)
+
+
+defop("div", infer=_div_infer,
       forward=lambda ctx, a, ins, outs: ctx.xp.divide(ins[0], ins[1], out=outs[0]),
       grad=_div_grad, inplace=((0, 0),))
 
@@ -143,19 +168,19 @@ def _scalar(ctx, dtype, c):
     return np.dtype(dtype).type(c)
 
 
-defop("add_scalar", infer=_same,
+defop("add_scalar", infer=_scalar_same("add_scalar"),
       forward=lambda ctx, a, ins, outs: ctx.xp.add(ins[0], _scalar(ctx, ins[0].dtype, a["c"]),
                                                    out=outs[0]),
       grad=lambda a, ins, outs, g: [g[0]], inplace=((0, 0),))
-defop("mul_scalar", infer=_same,
+defop("mul_scalar", infer=_scalar_same("mul_scalar"),
       forward=lambda ctx, a, ins, outs: ctx.xp.multiply(
           ins[0], _scalar(ctx, ins[0].dtype, a["c"]), out=outs[0]),
       grad=lambda a, ins, outs, g: [mul_scalar(g[0], a["c"])], inplace=((0, 0),))
-defop("rsub_scalar", infer=_same,  # c - x
+defop("rsub_scalar", infer=_scalar_same("rsub_scalar"),  # c - x
       forward=lambda ctx, a, ins, outs: ctx.xp.subtract(
           _scalar(ctx, ins[0].dtype, a["c"]), ins[0], out=outs[0]),
       grad=lambda a, ins, outs, g: [neg(g[0])], inplace=((0, 0),))
-defop("rdiv_scalar", infer=_same,  # c / x
+defop("rdiv_scalar", infer=_float("rdiv_scalar"),  # c / x
       forward=lambda ctx, a, ins, outs: ctx.xp.divide(
           _scalar(ctx, ins[0].dtype, a["c"]), ins[0], out=outs[0]),
       grad=lambda a, ins, outs, g: [neg(div(mul(g[0], outs[0]), ins[0]))], inplace=((0, 0),))
@@ -173,8 +198,18 @@ def _pow_forward(ctx, a, ins, outs):
     ctx.xp.power(ins[0], _scalar(ctx, ins[0].dtype, a["p"]), out=outs[0])
 
 
+def _pow_infer(attrs, x):
+    p = attrs["p"]
+    if np.dtype(x.dtype).kind in "iub" and not (float(p).is_integer() and p >= 0):
+        raise DTypeError(f"pow({x.name}[{x.dtype}], {p}): an integer tensor takes only "
+                         "whole exponents >= 0; convert it to a float dtype first")
+    return _same(attrs, x)
+
+
 def _pow_grad(a, ins, outs, g):
     p = a["p"]
+    if p == 0:      # x**0 is constant: the gradient is 0, even at x = 0 (0 * x**-1 is NaN)
+        return [mul_scalar(g[0], 0.0)]
     if p == 1:
         return [g[0]]
     if p == 2:
@@ -182,7 +217,7 @@ def _pow_grad(a, ins, outs, g):
     return [mul(g[0], mul_scalar(pow(ins[0], p - 1), p))]
 
 
-defop("pow", infer=_same, forward=_pow_forward, grad=_pow_grad, inplace=((0, 0),))
+defop("pow", infer=_pow_infer, forward=_pow_forward, grad=_pow_grad, inplace=((0, 0),))
 
 
 # --- unary activations ----------------------------------------------------------------------
@@ -227,7 +262,8 @@ def _sigmoid_grad_fw(ctx, a, ins, outs):
     ctx.xp.multiply(outs[0], 1 - y, out=outs[0])
 
 
-defop("sigmoid", infer=_same, forward=_sigmoid_fw, flops=lambda a, i, o: 4 * numel(o[0]),
+defop("sigmoid", infer=_float("sigmoid"), forward=_sigmoid_fw,
+      flops=lambda a, i, o: 4 * numel(o[0]),
       grad=lambda a, ins, outs, g: [apply1("sigmoid_grad", [g[0], outs[0]])], inplace=((0, 0),))
 defop("sigmoid_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_sigmoid_grad_fw,
       inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]))
@@ -238,7 +274,8 @@ def _tanh_grad_fw(ctx, a, ins, outs):
     ctx.xp.multiply(dy, 1 - y * y, out=outs[0])
 
 
-defop("tanh", infer=_same, forward=lambda ctx, a, ins, outs: ctx.xp.tanh(ins[0], out=outs[0]),
+defop("tanh", infer=_float("tanh"),
+      forward=lambda ctx, a, ins, outs: ctx.xp.tanh(ins[0], out=outs[0]),
       grad=lambda a, ins, outs, g: [apply1("tanh_grad", [g[0], outs[0]])], inplace=((0, 0),))
 defop("tanh_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_tanh_grad_fw,
       inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]))
@@ -276,7 +313,7 @@ def _gelu_ws(a, ins, outs):
     return ins[0].nbytes if hasattr(ins[0], "nbytes") else 0
 
 
-defop("gelu", infer=_same, forward=_gelu_fw, flops=lambda a, i, o: 9 * numel(o[0]),
+defop("gelu", infer=_float("gelu"), forward=_gelu_fw, flops=lambda a, i, o: 9 * numel(o[0]),
       grad=lambda a, ins, outs, g: [apply1("gelu_grad", [g[0], ins[0]])],
       workspace=_gelu_ws)
 defop("gelu_grad", infer=lambda a, dy, x: [(dy.shape, dy.dtype)], forward=_gelu_grad_fw,

@@ -307,8 +307,9 @@ def _norm_params(op, x, gamma, beta, channels):
 
 
 def _ln_infer(attrs, x, gamma, beta):
-    if len(x.shape) < 1:
-        raise shape_error("layer_norm", [x, gamma, beta], "x needs at least one axis")
+    if len(x.shape) < 1 or x.shape[-1] == 0:   # no rows (batch 0) is fine: zero outputs
+        raise shape_error("layer_norm", [x, gamma, beta], "x needs a last axis of at least "
+                          "one element (the mean of no elements is undefined)")
     _norm_params("layer_norm", x, gamma, beta, x.shape[-1])
     stats = tuple(x.shape[:-1])
     return [(x.shape, x.dtype), (stats, x.dtype), (stats, x.dtype)]
@@ -403,6 +404,9 @@ def _bn_infer(attrs, x, gamma, beta):
     if len(x.shape) not in (2, 4):
         raise shape_error("batch_norm", [x, gamma, beta], "x must be [N,C] or [N,C,H,W]")
     _norm_params("batch_norm", x, gamma, beta, x.shape[1])
+    if numel(x) == 0:
+        raise shape_error("batch_norm", [x, gamma, beta], "x has no elements: the batch "
+                          "statistics (a mean over N, H, W) are undefined")
     c = (x.shape[1],)
     return [(x.shape, x.dtype), (c, x.dtype), (c, x.dtype)]
 

@@ -83,8 +83,11 @@ def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
 
 
 def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
-    return apply1("mean", [x], {"axes": _norm_axes("mean", x, axis),
-                                "keepdims": bool(keepdims)})
+    axes = _norm_axes("mean", x, axis)
+    if 0 in (x.shape[a] for a in axes):
+        raise shape_error("mean", [x], f"axes {list(axes)} hold no elements: their mean is "
+                          "undefined")
+    return apply1("mean", [x], {"axes": axes, "keepdims": bool(keepdims)})
 
 
 # --- broadcast_to ------------------------------------------------------------------------------
@@ -127,6 +130,8 @@ def _reshape_infer(attrs, x):
     n = numel(x)
     if shape.count(-1) > 1:
         raise shape_error("reshape", [x], "at most one -1 in the new shape")
+    if any(s < -1 for s in shape):
+        raise shape_error("reshape", [x], f"negative dimension in {shape} (only -1, once)")
     if -1 in shape:
         rest = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
         if rest == 0 or n % rest:

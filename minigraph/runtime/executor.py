@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..backend import array_module, resolve_device, to_numpy
-from ..errors import DeviceError, FeedError
+from ..errors import AllocationError, DeviceError, FeedError, PlanTypeError
+from ..feeds import check_fits
 from ..graph import Graph
 from ..memory.api import MemoryReport
 from ..memory.plan import MemoryPlan
@@ -57,8 +58,9 @@ class RunStats:
 class Executor:
     """Runs `graph` (in `plan`'s schedule and arena, if given) on NumPy or CuPy.
 
-    `validate=False` skips the plan's validation: only for demonstrating what an unsafe
-    plan does (a wrong answer, silently); never for real work.
+    A plan made for another graph is refused (PlanError naming the first difference).
+    `validate=False` skips the plan's validation (overlaps, hand-overs): only for
+    demonstrating what an unsafe plan does (a wrong answer, silently); never for real work.
     """
 
     def __init__(self, graph: Graph, plan: MemoryPlan | MemoryReport | None = None,
@@ -66,14 +68,19 @@ class Executor:
         if isinstance(plan, MemoryReport):
             plan = plan.plan
         elif plan is not None and not isinstance(plan, MemoryPlan):
-            raise TypeError(f"Executor takes a MemoryPlan, a MemoryReport or None, not "
-                            f"{type(plan).__name__} (plan_memory(graph, options) makes one)")
+            raise PlanTypeError(f"Executor takes a MemoryPlan, a MemoryReport or None, not "
+                                f"{type(plan).__name__} {_short_repr(plan)} "
+                                "(plan_memory(graph, options) makes one)")
         self.graph, self.plan, self.seed = graph, plan, seed
         self.device = resolve_device(device)
         self.xp = array_module(self.device)
         if plan is not None:
+            # Bound first, always: a plan made for another graph (same names, other sizes or
+            # edges or schedule) would run silently wrong even with validate=False.
             if validate:
-                plan.validate()
+                plan.validate(graph)            # bound_to(graph) first, then the proof
+            else:
+                plan.bound_to(graph)
             for name in plan.offsets:
                 t = graph.tensor(name)
                 if plan.offsets[name] % np.dtype(t.dtype).itemsize and self.device == "gpu":
@@ -105,6 +112,25 @@ class Executor:
             else:
                 self._own.append((t.name, t.shape, t.dtype))
         self._steps: list[tuple[Any, dict, int]] | None = None   # filled on the first run
+        self._fits = False                                          # checked on the first run
+
+    def _check_memory(self) -> None:
+        """AllocationError before the first allocation when the run's buffers (fed copies,
+        constants, arena, own buffers, the largest declared workspace) exceed the device."""
+        if self._fits:
+            return
+        g = self.graph
+        sizes = {name: g.tensors[name].nbytes for name in (*self._wanted, *self._consts)}
+        sizes.update((name, g.tensors[name].nbytes) for name, _, _ in self._own)
+        if self.plan is not None and self.plan.offsets:
+            top = max(self.plan.offsets, key=lambda n: g.tensors[n].nbytes)
+            sizes[f"the arena (its largest tensor: {top}, {g.tensors[top].nbytes:,} bytes)"] \
+                = self.plan.arena_bytes
+        ws = max(self._kernel_steps(), key=lambda s: s[2], default=None)
+        if ws is not None and ws[2]:
+            sizes[f"the workspace of {ws[0].name}"] = ws[2]
+        check_fits(sizes, self.device, f"the buffers of graph {g.name!r}")
+        self._fits = True
 
     # Storage ------------------------------------------------------------------------------
     def _storage(self, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], int, int]:
@@ -114,19 +140,19 @@ class Executor:
         unplanned = 0
         for name, v in feeds.items():          # the executor's own copy: the "upload"
             t = self._wanted[name]
-            a = xp.empty(t.shape, dtype=t.dtype)
+            a = _empty(xp, name, t.shape, t.dtype)
             a[...] = xp.asarray(v)
             arrays[name] = a
             unplanned += a.nbytes
         arrays.update(self._consts)
         arena_bytes = 0
         if plan is not None:
-            arena = xp.empty(plan.arena_bytes, dtype=np.uint8)
+            arena = _empty(xp, "the arena", plan.arena_bytes, np.uint8)
             arena_bytes = plan.arena_bytes
             for name, off, nbytes, dtype, shape in self._views:
                 arrays[name] = arena[off:off + nbytes].view(dtype).reshape(shape)
         for name, shape, dtype in self._own:
-            arrays[name] = a = xp.empty(shape, dtype=dtype)
+            arrays[name] = a = _empty(xp, name, shape, dtype)
             if plan is not None:   # graph outputs are not planned
                 unplanned += a.nbytes
         for name, alias_of in self._aliases:
@@ -137,9 +163,12 @@ class Executor:
     def run(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0,
             measure: bool = False, **kw: Any) -> dict[str, np.ndarray]:
         """Run once. Feeds by name (a dict and/or keywords); returns the graph outputs as
-        host arrays. `step` keys dropout's random stream; `measure` records the peak."""
+        host arrays. `step` keys dropout's random stream; `measure` records the peak.
+        FeedError for a feed of another shape or dtype; AllocationError, before anything is
+        allocated, when the run's buffers exceed the device's memory (`feeds.memory_limit`)."""
         feeds = {**(feeds or {}), **kw}
         check_feeds(self.graph, feeds)
+        self._check_memory()
         measuring = measure and self.device == "cpu"
         steps = self._kernel_steps()
         # Measuring on NumPy: tracemalloc sees array data *and* Python objects (array
@@ -185,6 +214,7 @@ class Executor:
         parameter values over the parameters, as a training loop on a device does."""
         feeds = {**(feeds or {}), **kw}
         check_feeds(self.graph, feeds)
+        self._check_memory()
         self._resident, _, _ = self._storage(feeds)
 
     def step(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0) -> dict[str, Any]:
@@ -193,9 +223,9 @@ class Executor:
         arrays = getattr(self, "_resident", None)
         if arrays is None:
             raise FeedError("Executor.step() needs Executor.load(feeds) first")
-        for name, v in (feeds or {}).items():
-            if name not in self._wanted:
-                raise FeedError(f"unknown feed {name!r}")
+        feeds = feeds or {}
+        check_feeds(self.graph, feeds, partial=True)   # as run(): no broadcast, no casting
+        for name, v in feeds.items():
             arrays[name][...] = self.xp.asarray(v)
         self._execute(arrays, step)
         return {o: arrays[o] for o in self.graph.outputs}
@@ -235,15 +265,20 @@ class Executor:
         return most, (peak if extras is not None else None)
 
 
-def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> None:
-    """FeedError unless `feeds` holds exactly the graph's inputs and parameters, each of
-    its shape and dtype (the message names the feed and what was expected)."""
+def check_feeds(graph: Graph, feeds: Mapping[str, Any], partial: bool = False) -> None:
+    """FeedError unless `feeds` holds exactly the graph's inputs and parameters (some of
+    them with `partial`, as `step()` takes), each of its shape and dtype: a feed is copied
+    into a buffer of that shape and dtype, so anything else would be broadcast or cast
+    silently. The message names the feed and what was expected."""
+    if not isinstance(feeds, Mapping):
+        raise FeedError(f"feeds are a dict from input name to array, not "
+                        f"{type(feeds).__name__}")
     wanted = {t.name: t for t in graph.leaves("input", "param")}
-    unknown = sorted(set(feeds) - set(wanted))
+    unknown = sorted(set(feeds) - set(wanted), key=str)
     if unknown:
         raise FeedError(f"unknown feed {unknown[0]!r}: {graph.name} takes "
                         f"{', '.join(sorted(wanted))}")
-    missing = sorted(set(wanted) - set(feeds))
+    missing = [] if partial else sorted(set(wanted) - set(feeds))
     if missing:
         hint = " (mg.init_params(graph) makes parameter values)" if any(
             wanted[m].kind == "param" for m in missing) else ""
@@ -251,14 +286,34 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> None:
                         f"{wanted[missing[0]].dtype}{hint}")
     for name, v in feeds.items():
         t = wanted[name]
-        shape = tuple(getattr(v, "shape", np.shape(v)))
-        dtype = np.dtype(getattr(v, "dtype", np.asarray(v).dtype))
+        try:
+            shape = tuple(v.shape) if hasattr(v, "shape") else np.shape(v)
+            dtype = np.dtype(v.dtype) if hasattr(v, "dtype") else np.asarray(v).dtype
+        except (TypeError, ValueError):    # ragged nested lists: NumPy cannot make an array
+            raise FeedError(f"feed {name!r}: not an array (ragged lists?); expected "
+                            f"shape {list(t.shape)} {t.dtype}") from None
         if shape != t.shape:
             raise FeedError(f"feed {name!r}: expected shape {list(t.shape)}, "
                             f"got {list(shape)}")
         if dtype != np.dtype(t.dtype):
             raise FeedError(f"feed {name!r}: expected dtype {t.dtype}, got {dtype} "
                             f"(convert with .astype('{t.dtype}'))")
+
+
+def _empty(xp: Any, name: str, shape: Any, dtype: Any) -> Any:
+    """`xp.empty`, with the device running out of memory as an AllocationError naming the
+    buffer: the check before the run counts the machine's memory, other programs may hold
+    part of it."""
+    try:
+        return xp.empty(shape, dtype=dtype)
+    except MemoryError:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        raise AllocationError(f"out of memory allocating {name}: {nbytes:,} bytes") from None
+
+
+def _short_repr(v: Any, limit: int = 60) -> str:
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit - 3] + "..."
 
 
 def _numpy_traced_bytes() -> int:

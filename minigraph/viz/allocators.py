@@ -1,20 +1,17 @@
 """Pictures of online allocation: what each allocator reserves, an arena over time, a
 static plan of the same trace, and reserved against requested bytes. They draw the rows and
 results they are given (`minigraph.experiments.allocators` and
-`minigraph.memory.online.simulate` make them); only `plot_static` plans, with the one
-`plan_buffers`, because its picture is the plan.
+`minigraph.memory.online.simulate` make them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
-from ..experiments.allocators import AllocatorRow
+from ..experiments.allocators import AllocatorRow, StaticPlan
 from ..graph import fmt_bytes
 from ..memory.online.base import AllocatorResult
-from ..memory.online.trace import Event, as_trace, buffers_from_trace
-from ..memory.planners import plan_buffers
 
 
 def plot_allocators(rows: Sequence[AllocatorRow], ax: Any = None, *, title: str | None = None,
@@ -99,33 +96,31 @@ def plot_arena(result: AllocatorResult, ax: Any = None, *, title: str | None = N
     return ax
 
 
-def plot_static(trace: Iterable[Event], planner: str = "greedy-size", ax: Any = None, *,
-                alignment: int = 512, labels: bool = False) -> Any:
-    """The same trace planned offline (every lifetime known): the static planner's
-    rectangles in the style of `plot_arena`, for a side-by-side picture."""
+def plot_static(plan: StaticPlan, ax: Any = None, *, labels: bool = False) -> Any:
+    """A trace planned offline (`experiments.allocators.static_plan`: every lifetime known):
+    the static planner's rectangles in the style of `plot_arena`, for a side-by-side
+    picture."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    trace = as_trace(trace)
-    aligned, placement = plan_buffers(buffers_from_trace(trace), planner, alignment)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.6))
     cmap = plt.get_cmap("tab20")
     colour: dict[Hashable, Any] = {}
-    top = max((placement.offsets[b.id] + b.size for b in aligned), default=1)
-    ax.add_patch(Rectangle((0, 0), len(trace), top, facecolor="#f4f4f4", edgecolor="grey",
+    offsets = plan.placement.offsets
+    top = max(plan.placement.arena_bytes, 1)
+    ax.add_patch(Rectangle((0, 0), plan.events, top, facecolor="#f4f4f4", edgecolor="grey",
                            lw=0.8))
-    for b in aligned:
+    for b in plan.buffers:
         c = colour.setdefault(b.id[0], cmap(len(colour) % 20))
-        off = placement.offsets[b.id]
-        ax.add_patch(Rectangle((b.start, off), max(b.end - b.start, 0.6), b.size,
+        ax.add_patch(Rectangle((b.start, offsets[b.id]), max(b.end - b.start, 0.6), b.size,
                                facecolor=c, edgecolor="black", lw=0.3))
         if labels:
-            ax.text((b.start + b.end) / 2, off + b.size / 2, str(b.id[0]), ha="center",
-                    va="center", fontsize=6)
-    ax.set_xlim(0, max(len(trace), 1))
+            ax.text((b.start + b.end) / 2, offsets[b.id] + b.size / 2, str(b.id[0]),
+                    ha="center", va="center", fontsize=6)
+    ax.set_xlim(0, max(plan.events, 1))
     _mib_axis(ax, top)
-    ax.set_title(f"static {planner}: arena {fmt_bytes(top)}", fontsize=9)
+    ax.set_title(f"static {plan.planner}: arena {fmt_bytes(top)}", fontsize=9)
     return ax
 
 

@@ -5,8 +5,8 @@ Two layers, so the logic is tested without a browser:
 - `MemoryExplorer` (no ipywidgets): from a `WidgetState` (the value of every control) it
   builds the graph, plans it with `mg.plan_memory`, compares every technique
   (`techniques.compare_techniques`), optionally runs DTR, and writes the headline
-  "peak X MB -> Y MB, saved Z% (theoretical minimum W MB)" (MB here is 2**20 bytes,
-  the MiB of the rest of minigraph's printouts). Same options, same numbers as a script.
+  "peak X -> Y, saved Z% (theoretical minimum W)", in the units of every other printout
+  (`fmt_bytes`: B, KiB, MiB, GiB). Same options, same numbers as a script.
 - `MemoryWidget` (an ipywidgets VBox): the controls, a progress bar for what takes long
   (the ILP, annealing, DTR), the headline and three images. Its `_repr_mimebundle_` adds
   a static PNG beside the live widget, so an exported notebook is not blank.
@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import BudgetError, ThrashError
 from ..experiments import techniques
-from ..graph import Graph
+from ..graph import Graph, fmt_bytes
 from ..memory.api import MemoryOptions, MemoryReport, plan_memory
 from ..memory.orders import ORDERS
 from ..memory.planners import PLANNERS
@@ -37,11 +37,6 @@ except ImportError:          # the explorer works without it; the widget says wh
 CUSTOM = "(your graph)"          # the model dropdown's entry for a graph passed in
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 ALIGNMENTS = (1, 64, 256, 512, 4096)
-MB = 2 ** 20
-
-
-def _mb(n: float) -> str:
-    return f"{n / MB:.3g} MB"
 
 
 def _models() -> Mapping[str, Callable[..., Any]]:
@@ -97,12 +92,14 @@ class ExplorerResult:
 
 
 def headline(report: MemoryReport, dtr: techniques.TechniqueRow | None = None) -> str:
-    """"peak X MB -> Y MB, saved Z% (theoretical minimum W MB)" for the planned bytes."""
-    text = (f"peak {_mb(report.no_reuse_bytes)} -> {_mb(report.arena_bytes)}, saved "
+    """"peak X -> Y, saved Z% (theoretical minimum W)" for the planned bytes, each in
+    `fmt_bytes`'s units (B, KiB, MiB, GiB)."""
+    text = (f"peak {fmt_bytes(report.no_reuse_bytes)} -> {fmt_bytes(report.arena_bytes)}, "
+            f"saved "
             f"{report.saved_percent:.1f}% (theoretical minimum "
-            f"{_mb(report.theoretical_minimum)})")
+            f"{fmt_bytes(report.theoretical_minimum)})")
     if dtr is not None:
-        text += f"; {dtr.label}: {_mb(dtr.bytes)}" + (f", {dtr.note}" if dtr.note else "")
+        text += f"; {dtr.label}: {fmt_bytes(dtr.bytes)}" + (f", {dtr.note}" if dtr.note else "")
     return text
 
 

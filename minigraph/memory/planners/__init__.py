@@ -13,7 +13,10 @@ regions, validation), and a planner places the buffers of one colour.
 from __future__ import annotations
 
 import inspect
+import math
+import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from ...errors import PlanError
@@ -94,11 +97,19 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
     check_options(planner, options)
     if "alignment" in inspect.signature(fn).parameters:
         options = {**options, "alignment": alignment}
+    end = _planning_ends(options.get("time_limit"), len(buffers))
     aligned = aligned_buffers(buffers, alignment)
     offsets: dict[Hashable, int] = {}
     notes, blocks, base = [], [], 0
-    for colour in sorted({b.color for b in aligned}):
+    colours = sorted({b.color for b in aligned})
+    if len(colours) == 1 and end is not None and \
+            options["time_limit"] - (end - time.perf_counter()) < 0.01 * options["time_limit"]:
+        end = None                    # one colour and little to keep: the limit as given
+    for k, colour in enumerate(colours):
         part = [b for b in aligned if b.color == colour]
+        if end is not None:           # the colours left share the time left
+            share = (end - time.perf_counter()) / (len(colours) - k)
+            options = {**options, "time_limit": max(share, MIN_SHARE)}
         placed = fn(part, **options)
         if set(placed.offsets) != {b.id for b in part}:
             missing = {b.id for b in part} - set(placed.offsets)
@@ -113,6 +124,22 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
             blocks.extend(placed.blocks)
     validate_offsets(aligned, offsets, alignment=alignment)
     return aligned, Placement.of(aligned, offsets, "; ".join(notes), blocks or None)
+
+
+# Seconds kept per buffer, out of a time limit, for what follows the planner (stacking
+# the colours, validation): a limit covers the whole call. At most half the limit.
+CHECK_SECONDS_PER_BUFFER = 1e-5
+MIN_SHARE = 1e-3                # the least time a colour's planner is given
+
+
+def _planning_ends(time_limit: Any, n: int) -> float | None:
+    """When the planners must be done (a `time.perf_counter()` value), for a usable
+    `time_limit`; None without one (or for a bad one, which the planner refuses)."""
+    if not isinstance(time_limit, Real) or isinstance(time_limit, bool) or \
+            not math.isfinite(time_limit) or time_limit <= 0:
+        return None
+    keep = min(CHECK_SECONDS_PER_BUFFER * n, time_limit / 2)
+    return time.perf_counter() + time_limit - keep
 
 
 # The planner modules; importing each one registers its planners.

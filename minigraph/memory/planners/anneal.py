@@ -19,20 +19,25 @@ import math
 import random
 import time
 from collections.abc import Sequence
+from numbers import Real
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement
 from . import register
-from .offset import lowest_gap, place_in_order, plan_bestfit, size_order
+from .budget import NEVER, Deadline, OutOfTime, check_count, check_time_limit
+from .offset import lowest_gap, size_order, start_plans
+
+MAX_MOVES = 10_000_000     # a time-limited run stops here too; more iterations are refused
 
 
-def overlap_lists(buffers: Sequence[Buffer]) -> list[list[int]]:
+def overlap_lists(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> list[list[int]]:
     """For each buffer, the indices of the buffers alive at some common step (a sweep
-    over starts; O(n log n + number of overlapping pairs))."""
+    over starts; O(n log n + number of overlapping pairs)). Past `deadline`: OutOfTime."""
     order = sorted(range(len(buffers)), key=lambda i: buffers[i].start)
     nbrs: list[list[int]] = [[] for _ in buffers]
     active: list[int] = []
     for i in order:
+        deadline.check("overlap lists")
         s = buffers[i].start
         active = [j for j in active if buffers[j].end >= s]
         for j in active:
@@ -48,33 +53,72 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
                 t_start: float = 0.005, t_end: float = 0.0002) -> Placement:
     """Simulated annealing over the placement order (DSA-SA).
 
-    `iterations` (default 1000 when no `time_limit` is given) bounds the moves and makes
-    the result a function of `seed`; `time_limit` (seconds) stops earlier. `start`: the
-    first order, "greedy-size" (largest first), "bestfit", or "best" (the better of the
-    two). Temperatures are fractions of the starting arena, cooling from `t_start` to
-    `t_end`. Half the moves take a buffer that reaches the top of the arena and place it
-    earlier in the order; the others swap two buffers or move one, at random.
+    `iterations` (default 1000 when no `time_limit` is given; at most `MAX_MOVES`) bounds
+    the moves and makes the result a function of `seed`; `time_limit` (seconds) bounds
+    the whole call, the starting plan included. `start`: the first order, "greedy-size"
+    (largest first), "bestfit", or "best" (the better of the two). Temperatures are
+    fractions of the starting arena, cooling from `t_start` to `t_end`. Half the moves
+    take a buffer that reaches the top of the arena and place it earlier in the order;
+    the others swap two buffers or move one, at random.
     """
+    check_anneal_options(iterations, time_limit, start, t_start, t_end)
+    deadline = Deadline.after(time_limit)
     if iterations is None and time_limit is None:
         iterations = 1000
-    if iterations is not None and iterations < 0:
-        raise PlanError(f"anneal: iterations must be >= 0, not {iterations}")
-    if start not in STARTS:
-        raise PlanError(f"anneal: start must be one of {', '.join(STARTS)}, not {start!r}")
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}
     if not items:
         return Placement.of(buffers, offsets, "anneal: nothing to place")
-    perm, start_name = _start_order(items, start)
-    order = Decoding(items, perm)
-    start_arena = cur = order.decode(0)
-    best, best_off = cur, order.off[:]
+    perm, start_name, start_off, cut = _start_order(items, start, deadline)
+    try:
+        if cut:
+            raise OutOfTime(cut)
+        order = Decoding(items, perm, deadline)
+        start_arena = order.decode(0, deadline)
+    except OutOfTime as stop:
+        offsets.update((b.id, o) for b, o in zip(items, start_off))
+        return Placement.of(buffers, offsets, f"anneal: 0 moves, {start_name}'s plan "
+                            f"({stop.step}: the time limit was reached before the search)")
+    best_off, best, gain, k, accepted = _anneal(order, start_arena, seed, iterations,
+                                                time_limit, deadline, t_start, t_end)
+    for b, o in zip(items, best_off):
+        offsets[b.id] = o
+    return Placement.of(buffers, offsets, f"anneal: {k} moves, {accepted} accepted, "
+                        f"{start_arena} -> {best} B ({gain:.1f}% below {start_name})")
+
+
+def check_anneal_options(iterations: int | None, time_limit: float | None, start: str,
+                         t_start: float, t_end: float) -> None:
+    """Refuse options that would never stop or mean nothing: a NaN, infinite or
+    non-positive time limit, iterations that are not a count, temperatures that are not
+    positive numbers cooling down (t_start >= t_end > 0)."""
+    if iterations is not None:
+        check_count("anneal", "iterations", iterations, most=MAX_MOVES)
+    check_time_limit("anneal", time_limit, optional=True)
+    if not isinstance(start, str) or start not in STARTS:
+        raise PlanError(f"anneal: start must be one of {', '.join(STARTS)}, not {start!r}")
+    for name, t in (("t_start", t_start), ("t_end", t_end)):
+        if not isinstance(t, Real) or isinstance(t, bool) or not math.isfinite(t) or t <= 0:
+            raise PlanError(f"anneal: {name} must be a positive, finite fraction of the "
+                            f"arena, not {t!r}")
+    if t_end > t_start:
+        raise PlanError(f"anneal: t_end ({t_end!r}) must not exceed t_start ({t_start!r}): "
+                        "the temperature cools")
+
+
+def _anneal(order: Decoding, start_arena: int, seed: int, iterations: int | None,
+            time_limit: float | None, deadline: Deadline, t_start: float, t_end: float
+            ) -> tuple[list[int], int, float, int, int]:
+    """The annealing loop from the decoded start: (best offsets, best arena, gain in %,
+    moves, moves accepted)."""
+    cur = best = start_arena
+    best_off = order.off[:]
     rng = random.Random(seed)
+    limit = None if time_limit is None else deadline.left()    # what the start left
     t0 = time.perf_counter()
     k, accepted = 0, 0
-    while order.n > 1:
-        temp = _temperature(k, iterations, time_limit, time.perf_counter() - t0,
-                            t_start, t_end)
+    while order.n > 1 and k < MAX_MOVES:
+        temp = _temperature(k, iterations, limit, time.perf_counter() - t0, t_start, t_end)
         if temp is None:
             break
         k += 1
@@ -83,7 +127,11 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
             continue
         a, b = min(a, b), max(a, b)
         saved = order.change(a, b, swap)
-        new = order.decode(a)
+        try:
+            new = order.decode(a, deadline)
+        except OutOfTime:               # this move is not finished: take it back, stop
+            order.undo(a, b, saved)
+            break
         delta = (new - cur) / start_arena
         if delta <= 0 or rng.random() < math.exp(-delta / temp):
             cur = new
@@ -92,11 +140,8 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
                 best, best_off = new, order.off[:]
         else:
             order.undo(a, b, saved)
-    for b, o in zip(items, best_off):
-        offsets[b.id] = o
     gain = 100.0 * (start_arena - best) / start_arena
-    return Placement.of(buffers, offsets, f"anneal: {k} moves, {accepted} accepted, "
-                        f"{start_arena} -> {best} B ({gain:.1f}% below {start_name})")
+    return best_off, best, gain, k, accepted
 
 
 class Decoding:
@@ -107,10 +152,10 @@ class Decoding:
     time-overlapping neighbours (precomputed), not at every buffer.
     """
 
-    def __init__(self, items: Sequence[Buffer], perm: list[int]):
+    def __init__(self, items: Sequence[Buffer], perm: list[int], deadline: Deadline = NEVER):
         self.n = len(items)
         self.size = [b.size for b in items]
-        self.nbrs = overlap_lists(items)
+        self.nbrs = overlap_lists(items, deadline)
         self.perm = perm
         self.pos = [0] * self.n          # pos[i]: where buffer i stands in perm
         for q, i in enumerate(perm):
@@ -118,11 +163,14 @@ class Decoding:
         self.off = [0] * self.n
         self.top = [0] * (self.n + 1)
 
-    def decode(self, p: int) -> int:
+    def decode(self, p: int, deadline: Deadline = NEVER) -> int:
         """Place the buffers of positions p.. in turn, each at the lowest gap among the
-        neighbours placed before it; the arena."""
+        neighbours placed before it; the arena. Past `deadline`: OutOfTime, the offsets
+        from p on half decoded (`undo` restores them)."""
         perm, pos, off, size, top = self.perm, self.pos, self.off, self.size, self.top
         for q in range(p, self.n):
+            if not q & 63:
+                deadline.check("decoding")
             i = perm[q]
             taken = [(off[j], off[j] + size[j]) for j in self.nbrs[i] if pos[j] < q]
             o = lowest_gap(taken, size[i])
@@ -197,14 +245,15 @@ def offset_order(items: Sequence[Buffer], offsets: Sequence[int]) -> list[int]:
     return sorted(range(len(items)), key=lambda i: (offsets[i], -items[i].size, i))
 
 
-def _start_order(items: Sequence[Buffer], start: str) -> tuple[list[int], str]:
-    greedy = size_order(items)
-    if start == "greedy-size":
-        return greedy, "greedy-size"
-    fitted = plan_bestfit(items)
-    by_fit = offset_order(items, [fitted.offsets[b.id] for b in items])
-    if start == "bestfit":
-        return by_fit, "bestfit"
-    g_arena = max(o + b.size for o, b in zip(place_in_order(items, greedy), items))
-    f_arena = fitted.arena_bytes
-    return (greedy, "greedy-size") if g_arena <= f_arena else (by_fit, "bestfit")
+def _start_order(items: Sequence[Buffer], start: str, deadline: Deadline
+                 ) -> tuple[list[int], str, list[int], str]:
+    """The first order, its heuristic's name and plan, and what the deadline cut ("" when
+    nothing). With "best", the better of greedy-size and bestfit (greedy-size on ties)."""
+    names = {"greedy-size": ["greedy-size"], "bestfit": ["bestfit"]}.get(
+        start, ["greedy-size", "bestfit"])
+    plans, cut = start_plans(items, names, deadline)
+    arena = {name: max(o + b.size for o, b in zip(off, items)) for name, off in plans}
+    name, off = min(plans, key=lambda p: arena[p[0]])     # the first on ties
+    if name == "greedy-size" and not cut:
+        return size_order(items), name, off, cut
+    return offset_order(items, off), name, off, cut

@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 from ..buffers import Buffer, Placement, align_up
 from . import blocks_to_offsets, register
+from .budget import NEVER, Deadline
 from .offset import TimeIndex, lowest_gap
 
 GE_ALIGN = 512
@@ -158,6 +159,15 @@ def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool
     at all of their steps: on long random problems that costs more than it saves (see
     benchmarks/plan_scaling.py, against greedy-size, which is level 2 alone).
     """
+    offsets, blocks = ge_offsets(buffers, alignment, holes)
+    return Placement.of(buffers, offsets, f"{sum(1 for b in buffers if b.size)} tensors -> "
+                        f"{len(blocks)} level-1 blocks", [[b.id for b in bl] for bl in blocks])
+
+
+def ge_offsets(buffers: Sequence[Buffer], alignment: int = GE_ALIGN, holes: bool = True,
+               deadline: Deadline = NEVER) -> tuple[dict[Hashable, int], list[list[Buffer]]]:
+    """The two levels of `plan_ge`: offsets by id and the level-1 blocks (past
+    `deadline`: OutOfTime)."""
     blocks = [bl for bl in reuse_blocks(buffers, lambda b: b.size) if bl[0].size]
     spans = [[(b.start, b.end) for b in bl] if holes else
              [(bl[0].start, max(b.end for b in bl))] for bl in blocks]
@@ -166,6 +176,7 @@ def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool
     index = TimeIndex()
     offsets: dict[Hashable, int] = {b.id: 0 for b in buffers}
     for k in order:
+        deadline.check("ge")
         taken = []
         for start, end in spans[k]:
             taken += index.in_the_way(start, end)
@@ -174,5 +185,4 @@ def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool
             index.add(start, end, off, off + size[k])
         for b in blocks[k]:
             offsets[b.id] = off
-    return Placement.of(buffers, offsets, f"{sum(1 for b in buffers if b.size)} tensors -> "
-                        f"{len(blocks)} level-1 blocks", [[b.id for b in bl] for bl in blocks])
+    return offsets, blocks

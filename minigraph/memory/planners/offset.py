@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from ...errors import PlanError
 from ..buffers import Buffer, Placement
 from . import register
+from .budget import NEVER, Deadline, OutOfTime, stack_unplaced
 
 
 class TimeIndex:
@@ -88,22 +89,35 @@ def lowest_gap(taken: list[tuple[int, int]], size: int, fit: str = "lowest") -> 
     return top if best is None else best
 
 
-def place_in_order(buffers: Sequence[Buffer], order: Sequence[int], fit: str = "lowest"
-                   ) -> list[int]:
+def place_in_order(buffers: Sequence[Buffer], order: Sequence[int], fit: str = "lowest",
+                   deadline: Deadline = NEVER) -> list[int]:
     """Offsets (by index into `buffers`) when each buffer in `order` takes the lowest
-    (or best) gap free over its whole lifetime among those placed before it."""
+    (or best) gap free over its whole lifetime among those placed before it. Past
+    `deadline`: `OutOfTime` carrying the offsets placed so far (-1: not yet)."""
     if fit not in ("lowest", "best"):
         raise PlanError(f"fit must be 'lowest' or 'best', not {fit!r}")
     index = TimeIndex()
     offsets = [0] * len(buffers)
-    for i in order:
+    for k, i in enumerate(order):
         b = buffers[i]
         if not b.size:
             continue
+        if deadline.passed():
+            raise OutOfTime("greedy-size", _unplaced_after(buffers, offsets, order[k:]))
         off = lowest_gap(index.in_the_way(b.start, b.end), b.size, fit)
         offsets[i] = off
         index.add(b.start, b.end, off, off + b.size)
     return offsets
+
+
+def _unplaced_after(buffers: Sequence[Buffer], offsets: list[int], rest: Sequence[int]
+                    ) -> list[int]:
+    """`offsets` with the buffers of `rest` that take bytes marked unplaced (-1)."""
+    out = list(offsets)
+    for i in rest:
+        if buffers[i].size:
+            out[i] = -1
+    return out
 
 
 def size_order(buffers: Sequence[Buffer]) -> list[int]:
@@ -136,25 +150,82 @@ def plan_bestfit(buffers: Sequence[Buffer]) -> Placement:
     splits it in up to three; if none fits, raise the line to its lower neighbour and
     merge them (and every equal neighbour). At most 3n + 1 rounds.
     """
-    offsets = {b.id: 0 for b in buffers}
-    items = sorted((b for b in buffers if b.size), key=lambda b: b.start)   # stable
+    offsets = bestfit_offsets(buffers)
+    return Placement.of(buffers, {b.id: o for b, o in zip(buffers, offsets)})
+
+
+def bestfit_offsets(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> list[int]:
+    """Best fit's offsets, by index into `buffers`. Past `deadline`: `OutOfTime`
+    carrying the offsets placed so far (-1: not yet)."""
+    offsets = [0] * len(buffers)
+    where = sorted((k for k, b in enumerate(buffers) if b.size),
+                   key=lambda k: buffers[k].start)                          # stable
+    items = [buffers[k] for k in where]
     if not items:
-        return Placement.of(buffers, offsets)
+        return offsets
     pool = _Unplaced.of(items)
     sky = Skyline(min(b.start for b in items), max(b.end for b in items))
     left = len(items)
     while left:
+        if deadline.passed():
+            raise OutOfTime("bestfit", _unplaced_after(buffers, offsets,
+                                                       [where[p] for p in pool.left()]))
         s = sky.lowest()
         p = pool.find(sky.t0[s], sky.t1[s])
         if p < 0:                 # nothing fits on this line
             sky.lift(s)
             continue
-        b = items[p]
-        offsets[b.id] = sky.h[s]
+        offsets[where[p]] = sky.h[s]
         pool.remove(p)
-        sky.place(s, b)
+        sky.place(s, items[p])
         left -= 1
-    return Placement.of(buffers, offsets)
+    return offsets
+
+
+HEURISTICS = ("greedy-size", "bestfit")
+
+
+def heuristic_offsets(items: Sequence[Buffer], name: str, deadline: Deadline = NEVER
+                      ) -> list[int]:
+    """The offsets of heuristic `name` (one of `HEURISTICS`), by index into `items`."""
+    if name == "greedy-size":
+        return place_in_order(items, size_order(items), deadline=deadline)
+    return bestfit_offsets(items, deadline)
+
+
+def crowded(items: Sequence[Buffer], per_buffer: int = 64) -> bool:
+    """More than `per_buffer` buffers alive with each buffer, on average (counted in
+    O(n log n)): greedy-size then costs more than bestfit."""
+    ends = sorted(b.end for b in items)
+    n = len(items)
+    pairs = n * (n - 1) // 2 - sum(bisect_left(ends, b.start) for b in items)
+    return pairs > per_buffer * n
+
+
+def start_plans(items: Sequence[Buffer], names: Sequence[str], deadline: Deadline
+                ) -> tuple[list[tuple[str, list[int]]], str]:
+    """The plans of the heuristics `names` that finish before `deadline`, listed in the
+    order of `names`, and a note ("" when all finished). The cheaper one runs first:
+    bestfit when many buffers live together (a long chain), else greedy-size (whose setup
+    is only a sort). The first one run always
+    comes back: if the deadline cuts it, the buffers it placed keep their offsets and the
+    others are stacked above them. A later one that the deadline cuts is left out."""
+    plans: dict[str, list[int]] = {}
+    note = ""
+    dense = len(names) > 1 and crowded(items)
+    for name in sorted(names, key=lambda n: (n != "bestfit") == dense):
+        try:
+            plans[name] = heuristic_offsets(items, name, deadline)
+        except OutOfTime as stop:
+            if plans:
+                note = f"{name} left out: time limit reached"
+                break
+            placed = sum(1 for o in stop.partial if o >= 0)
+            plans[name] = stack_unplaced(items, stop.partial)
+            note = (f"time limit reached in {name} after {placed} of {len(items)} buffers; "
+                    "the rest stacked above them")
+            break
+    return [(name, plans[name]) for name in names if name in plans], note
 
 
 class Skyline:
@@ -279,6 +350,10 @@ class _Unplaced:
         else:
             self.best[k], self.who[k] = self.best[b], self.who[b]
         self.min_end[k] = min(self.min_end[a], self.min_end[b])
+
+    def left(self) -> list[int]:
+        """The positions not removed yet."""
+        return [p for p in range(len(self.starts)) if self.who[self.size + p] >= 0]
 
     def remove(self, p: int) -> None:
         k = self.size + p

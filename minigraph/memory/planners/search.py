@@ -40,11 +40,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from ...errors import PlanError
-from ..buffers import Buffer, Placement
+from ..buffers import Buffer, Placement, theoretical_minimum
 from . import register
-from .offset import place_in_order, plan_bestfit, size_order
+from .budget import Deadline, OutOfTime, check_count, check_time_limit
+from .offset import start_plans
 from .search_rules import fits, independent_parts, initial_parts, open_node, open_part
 from .search_state import Node, Problem, Split, State, Strategy
 
@@ -114,7 +115,7 @@ def feasible(problem: Problem, capacity: int, strategy: Strategy, node_budget: i
         nodes += 1
         if nodes > node_budget:
             return ABORTED, None, nodes - 1
-        if deadline is not None and not nodes & 15 and time.perf_counter() > deadline:
+        if deadline is not None and time.perf_counter() > deadline:
             return TIMEOUT, None, nodes
         if move < 0:                    # a gap: section -1 - move holds nothing at this level
             stack.append(open_node(st, node.lo, node.hi, node.members, node.level,
@@ -203,15 +204,33 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
     so. The note says "optimal" when the plan meets the theoretical minimum or a search
     proved that no smaller plan exists; otherwise it gives the gap to the best lower bound.
     """
-    if node_limit is not None and node_limit < 0:
-        raise PlanError(f"search: node_limit must be >= 0, not {node_limit}")
+    check_time_limit("search", time_limit, optional=True)
+    if node_limit is not None:
+        check_count("search", "node_limit", node_limit)
     t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + time_limit
+    deadline = Deadline.after(time_limit)
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}
     if not items:
         return Placement.of(buffers, offsets, note="optimal (nothing to place)")
-    run = start_run(Problem(items), node_limit, deadline)
+    lower = theoretical_minimum(items)
+    plans, cut = start_plans(items, ["greedy-size", "bestfit"], deadline)
+    best, plan = min((max(o + b.size for o, b in zip(p, items)), p) for _, p in plans)
+    try:
+        if cut:
+            raise OutOfTime(cut)
+        # A start at the minimum is optimal: no need to build the search's tables.
+        problem = _Solved(lower) if best <= lower else Problem(items, deadline)
+    except OutOfTime as stop:
+        offsets.update((b.id, o) for b, o in zip(items, plan))
+        gap = "optimal (meets the theoretical minimum)" if best <= lower else \
+            f"gap {100.0 * (best - lower) / best:.1f}% to the lower bound {lower} B"
+        return Placement.of(buffers, offsets, note=(
+            f"search: {best} B, {gap}; 0 nodes, "
+            f"{time.perf_counter() - t0:.2f} s ({stop.step}: the time limit was reached "
+            "before the search)"))
+    run = Run(problem, best, plan, lower, max(64, 3 * len(items) // 2), node_limit,
+              deadline.at)
     start = run.best
     while run.best > run.proved and not run.stopped:
         # The lower bound itself, a few strategies at a time, each batch followed by a
@@ -229,16 +248,10 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
     return Placement.of(buffers, offsets, note=note)
 
 
-def start_run(problem: Problem, node_limit: int | None, deadline: float | None) -> Run:
-    """The better of greedy-size and bestfit as the first plan; the theoretical minimum
-    as the first lower bound."""
-    items = problem.items
-    greedy = place_in_order(items, order=size_order(items))
-    fitted = plan_bestfit(items).offsets
-    fitted = [fitted[b.id] for b in items]
-    best, plan = min((_arena(problem, greedy), greedy), (_arena(problem, fitted), fitted))
-    return Run(problem, best, plan, problem.lower_bound, max(64, 3 * len(items) // 2),
-               node_limit, deadline)
+class _Solved(NamedTuple):
+    """The stand-in for a `Problem` whose start plan meets the lower bound (nothing to
+    search; `verdict` reads only the lower bound)."""
+    lower_bound: int
 
 
 def attempt(run: Run, cap: int, strategies: list[Strategy]) -> str:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ..buffers import Buffer
 from .anneal import overlap_lists
+from .budget import NEVER, Deadline
 
 
 class Strategy(NamedTuple):
@@ -44,16 +45,16 @@ class Problem:
     cut across time are). `twin_before[i]`: the previous identical buffer, or -1.
     """
 
-    def __init__(self, items: Sequence[Buffer]):
+    def __init__(self, items: Sequence[Buffer], deadline: Deadline = NEVER):
         self.items = list(items)
         self.size = [b.size for b in items]
         cuts = sorted({b.start for b in items} | {b.end + 1 for b in items})
         self.n_sections = len(cuts) - 1
         self.lo = [bisect_right(cuts, b.start) - 1 for b in items]
         self.hi = [bisect_right(cuts, b.end) for b in items]
-        self.overlaps = overlap_lists(items)
+        self.overlaps = overlap_lists(items, deadline)
         self.members, self.live, self.crossing, self.shared = \
-            section_tables(self.size, self.lo, self.hi, self.n_sections)
+            section_tables(self.size, self.lo, self.hi, self.n_sections, deadline)
         self.lower_bound = max(self.live, default=0)
         self.grain = math.gcd(*self.size) if self.size else 1   # offsets are multiples
         self.partners = end_to_end_partners(items)
@@ -81,14 +82,17 @@ class Problem:
                 "L": lambda i: items[i].end - items[i].start}[c]
 
 
-def section_tables(size: list[int], lo: list[int], hi: list[int], n_sections: int
+def section_tables(size: list[int], lo: list[int], hi: list[int], n_sections: int,
+                   deadline: Deadline = NEVER
                    ) -> tuple[list[list[int]], list[int], list[int], list[int]]:
-    """members, live bytes, crossing buffers and their shared bytes, by section."""
+    """members, live bytes, crossing buffers and their shared bytes, by section (past
+    `deadline`: OutOfTime)."""
     members: list[list[int]] = [[] for _ in range(n_sections)]
     live = [0] * max(n_sections, 1)
     crossing = [0] * max(n_sections, 1)
     shared = [0] * max(n_sections, 1)
     for i in range(len(size)):
+        deadline.check("section tables")
         for s in range(lo[i], hi[i]):
             members[s].append(i)
             live[s] += size[i]

@@ -1,6 +1,6 @@
 """The budgets that matter for one program, computed from the program alone.
 
-`lower`: no smaller budget can work. `safe`: the runtime always finishes at it. `peak`: the
+`lower`: no smaller budget can work. `safe`: the runtime never gets stuck at it. `peak`: the
 arena a run without rematerialisation needs under the runtime's first-fit allocator.
 `live`: the same with an ideal allocator. Each is a plain walk over the program's steps;
 none builds a runtime.
@@ -8,8 +8,10 @@ none builds a runtime.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import BudgetError
 from .allocator import FirstFitArena
@@ -29,8 +31,12 @@ class Bounds:
 
     `lower`: the largest single-op footprint (inputs + outputs + workspace resident at
     once) plus bytes that can never be evicted; no smaller budget can work, and the
-    runtime refuses one at once. `safe`: a budget at which the runtime is guaranteed to
-    finish (it rematerialises inputs in the order this bound assumes; see `Program`).
+    runtime refuses one at once. `safe`: a budget at which the runtime never gets stuck
+    (every op can run with everything else evicted; it rematerialises inputs in the order
+    this bound assumes, see `Program`). It finishes unless the recomputation passes the
+    thrash limit: at `safe` a chain of n ops recomputes O(n^2) ops, so with the default
+    limit (10x the base cost) it stops with ThrashError from a few dozen ops on; with
+    `thrash_limit=math.inf` it always finishes.
     `peak`: the arena this runtime needs without rematerialisation under its first-fit
     allocator (the highest address a no-evict run reaches, workspace included): arena
     ratio 1.0 never evicts. `live`: the largest sum of live bytes plus workspace (the
@@ -54,7 +60,7 @@ class Bounds:
             return int(ratio * self.total) - self.external
         if ratio_of == "arena":
             return int(ratio * self.peak)
-        raise ValueError(f"ratio_of must be 'total' or 'arena', not {ratio_of!r}")
+        raise BudgetError(f"ratio_of must be 'total' or 'arena', not {ratio_of!r}")
 
     def ratios(self, budget: int) -> tuple[float, float]:
         """(of total, of arena) for an arena budget in bytes."""
@@ -64,6 +70,23 @@ class Bounds:
     def __repr__(self) -> str:
         return (f"Bounds(lower={self.lower}, safe={self.safe}, peak={self.peak}, "
                 f"external={self.external}, live={self.live})")
+
+
+def budget_bytes(budget: Any) -> int:
+    """`budget` as a whole number of bytes >= 0; BudgetError naming the value for a
+    negative, fractional, NaN or infinite one, or one that is not a number."""
+    ok = isinstance(budget, numbers.Real) and not isinstance(budget, bool)
+    if ok and math.isfinite(budget) and budget >= 0 and int(budget) == budget:
+        return int(budget)
+    raise BudgetError(f"a DTR budget is a whole number of bytes >= 0, not {budget!r}")
+
+
+def budget_ratio(ratio: Any) -> float:
+    """`ratio` as a finite number > 0; BudgetError naming the value otherwise."""
+    ok = isinstance(ratio, numbers.Real) and not isinstance(ratio, bool)
+    if ok and math.isfinite(ratio) and ratio > 0:
+        return float(ratio)
+    raise BudgetError(f"a DTR budget ratio is a finite number > 0, not {ratio!r}")
 
 
 def check_budget(program: Program, budget: int) -> None:

@@ -31,7 +31,13 @@ from typing import Any
 
 from .bounds import RES
 from .heuristics import TensorView
-from .neighborhood import DSU, evicted_ancestors, evicted_region, live_evicted_region
+from .neighborhood import (
+    DSU,
+    evicted_ancestors,
+    evicted_region,
+    evicted_up,
+    live_evicted_region,
+)
 
 
 def choose_victims(rt: Any, need: int) -> list[int]:
@@ -62,6 +68,9 @@ def lowest_score(rt: Any, candidates: list[TensorView], need: int) -> TensorView
     """The unpinned candidate with the lowest heuristic score (the first on ties); a window
     heuristic without addresses scores its cost per byte."""
     h, now, pins = rt.heuristic, rt.now, rt.pins
+    free = [v for v in candidates if not pins[v.index]]
+    if len(free) == 1:
+        return free[0]      # nothing to compare: skip the score (an e* search may be long)
     score = h.score
     if h.window:
         size, cost = rt.size, h.score
@@ -218,8 +227,11 @@ class ScoreInputs:
         self.dsu_mge.remove(t)
 
     def changed(self, t: int) -> None:
+        cache = self._cache
         for key in self._watch.pop(t, ()):
-            self._cache.pop(key, None)
+            if cache.pop(key, None) is not None and key[0] == "u":
+                cache.pop(("e", key[1]), None)      # both are summed from the "u" part
+                cache.pop(("l", key[1]), None)
 
     def _cached(self, kind: str, t: int, fn: Callable[[list[int]], float]) -> float:
         key = (kind, t)
@@ -239,12 +251,20 @@ class ScoreInputs:
     def neighbor_cost(self, t: int) -> float:
         rt, p = self.rt, self.rt.program
         return self._cached("e", t, lambda w: evicted_region(
-            t, p.parents, p.children, rt.evicted, rt.cost_t, w))
+            t, p.parents, p.children, rt.evicted, rt.cost_t, w, self.up_cost(t)))
 
     def live_neighbor_cost(self, t: int) -> float:
         rt, p = self.rt, self.rt.program
         return self._cached("l", t, lambda w: live_evicted_region(
-            t, p.parents, p.children, rt.evicted, rt.dead, rt.cost_t, w))
+            t, p.parents, p.children, rt.evicted, rt.dead, rt.cost_t, w, self.up_cost(t)))
+
+    def up_cost(self, t: int) -> float:
+        """The ancestors' part of t's evicted neighbourhood, cached on its own: below a long
+        evicted chain it stays valid while the evicted tensors under t come and go, which
+        is what changes from one eviction to the next."""
+        rt, p = self.rt, self.rt.program
+        return self._cached("u", t, lambda w: evicted_up(t, p.parents, rt.evicted,
+                                                         rt.cost_t, w))
 
     def ancestor_cost(self, t: int) -> float:
         rt, p = self.rt, self.rt.program

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...backend import array_module, resolve_device, to_numpy
 from ...errors import DeviceError
+from ...feeds import check_fits
 from ...graph import Graph
 from ...ops.registry import KernelContext
 from ..executor import check_feeds
@@ -199,6 +200,11 @@ class DTRExecutor:
         """Run once; returns the graph outputs as host arrays (like `Executor.run`)."""
         feeds = {**(feeds or {}), **kw}
         check_feeds(self.graph, feeds)
+        g = self.graph     # the arena and every external buffer, checked before allocating
+        sizes = {t.name: g.tensors[t.name].nbytes for t in self.program.tensors
+                 if t.external and g.tensors[t.name].alias_of is None}
+        check_fits({**sizes, "the arena (the budget)": self.budget}, self.device,
+                   f"the buffers of graph {g.name!r} under DTR")
         backend = ArrayBackend(self.graph, self.device, feeds, step, self.options.seed,
                                self.check_remat)
         rt = DTRRuntime(self.program, self.budget, options=self.options, backend=backend)

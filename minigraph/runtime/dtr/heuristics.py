@@ -43,7 +43,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import MinigraphError
+
 STALENESS_EPS = 1e-3   # MegEngine adds 1e-3 so a tensor touched just now is not divided by 0
+
+
+class DTROptionError(MinigraphError, ValueError):
+    """An unknown DTR option, or a value an option does not take (an unknown heuristic)."""
 
 
 class TensorView:
@@ -234,12 +240,12 @@ def get_heuristic(h: str | Heuristic | Score, **params: Any) -> Heuristic:
         base = h
     elif isinstance(h, str):
         if h not in HEURISTICS:
-            raise KeyError(f"unknown heuristic {h!r}; known: {', '.join(HEURISTICS)}")
+            raise DTROptionError(f"unknown heuristic {h!r}; known: {', '.join(HEURISTICS)}")
         base = HEURISTICS[h]
     elif callable(h):
         base = Heuristic(getattr(h, "__name__", "custom"), h)
     else:
-        raise TypeError(f"a heuristic is a name or a function score(t, now), not {h!r}")
+        raise DTROptionError(f"a heuristic is a name or a function score(t, now), not {h!r}")
     if not params:
         return base
     if base.window and "cost" in params:

@@ -58,28 +58,42 @@ def _evicted_reach(t: int, directions: Sequence[Sequence[Sequence[int]]],
 
 def evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[int]],
                    evicted: Sequence[bool], cost: Sequence[float],
-                   watched: list[int] | None = None) -> float:
+                   watched: list[int] | None = None, up_total: float | None = None) -> float:
     """Summed cost of t's evicted neighbourhood: the evicted ancestors reachable from t
     through evicted tensors only (what recomputing t would need), plus the evicted
     descendants reachable the same way (what would need t): simrd's `region_rev` and
     `region`. Every tensor looked at is appended to `watched`: the result stays valid
-    until one of them changes state."""
-    return _evicted_reach(t, (up, down), evicted, cost, 0.0, watched)
+    until one of them changes state. `up_total`: the ancestors' part, if already known
+    (`evicted_up`); the same sum, since no ancestor is also a descendant."""
+    if up_total is None:
+        return _evicted_reach(t, (up, down), evicted, cost, 0.0, watched)
+    return _evicted_reach(t, (down,), evicted, cost, up_total, watched)
+
+
+def evicted_up(t: int, up: Sequence[Sequence[int]], evicted: Sequence[bool],
+               cost: Sequence[float], watched: list[int] | None = None) -> float:
+    """The ancestors' part of `evicted_region` (summed in the same order)."""
+    return _evicted_reach(t, (up,), evicted, cost, 0.0, watched)
 
 
 def live_evicted_region(t: int, up: Sequence[Sequence[int]], down: Sequence[Sequence[int]],
                         evicted: Sequence[bool], dead: Sequence[bool], cost: Sequence[float],
-                        watched: list[int] | None = None) -> float:
+                        watched: list[int] | None = None,
+                        up_total: float | None = None) -> float:
     """`evicted_region` without the dead evicted descendants that no live evicted tensor
     needs: every evicted ancestor counts (recomputing t needs it), an evicted descendant
     counts if it is live or a live evicted tensor is reachable from it through evicted
     tensors. Under eager release a chain of dead tensors (a matmul's raw output, its
     bias-add, ...) hangs below most tensors; the paper's simulator charges it to each of
-    them although nothing will ever recompute it while its live end stays resident."""
+    them although nothing will ever recompute it while its live end stays resident.
+    `up_total` as in `evicted_region`."""
     seen = {t}
-    total = 0.0
-    for y in _reach(t, up, evicted, seen):
-        total += cost[y]
+    if up_total is None:
+        total = 0.0
+        for y in _reach(t, up, evicted, seen):
+            total += cost[y]
+    else:
+        total = up_total
     below = _reach(t, down, evicted, seen)
     if watched is not None:
         watched.extend(seen)

@@ -13,15 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ...errors import MinigraphError
 from .allocator import ALLOCATORS
-from .heuristics import get_heuristic
+from .heuristics import DTROptionError, get_heuristic
 
 DEFRAG_MODES = ("first", "last-resort", "never")
 
-
-class DTROptionError(MinigraphError, ValueError):
-    """An unknown DTR option, or a value an option does not take."""
+__all__ = ["DEFRAG_MODES", "DTROptionError", "DTROptions", "dtr_options"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,11 @@ class DTROptions:
     select: Callable[[list, int], Any] | None = None
 
     def __post_init__(self) -> None:
-        get_heuristic(self.heuristic)       # KeyError naming the known ones
+        get_heuristic(self.heuristic)       # DTROptionError naming the known ones
+        t = self.thrash_limit
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
+            raise DTROptionError(f"thrash_limit must be a number > 0 (math.inf: never "
+                                 f"stop), not {t!r}")
         if self.allocator not in ALLOCATORS:
             raise DTROptionError(f"allocator must be one of {', '.join(ALLOCATORS)}, "
                                  f"not {self.allocator!r}")

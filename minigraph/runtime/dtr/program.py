@@ -36,7 +36,7 @@ from ...graph import Graph, Node
 from ...memory.buffers import align_up
 from ...memory.liveness import PLANNED_KINDS, check_schedule
 from ...ops.registry import flops_of, get_op, workspace_of
-from .bounds import Bounds, live_peak, program_bounds
+from .bounds import Bounds, budget_bytes, budget_ratio, live_peak, program_bounds
 
 
 @dataclass(frozen=True)
@@ -252,10 +252,9 @@ def resolve_budget(program: Program, budget: int | None, ratio: float | None,
     `ratio_of="arena"`, of the arena peak alone. Raises BudgetError when the ratio leaves
     no arena at all (the external bytes alone exceed it)."""
     if (budget is None) == (ratio is None):
-        raise ValueError("give exactly one of budget= (bytes) or ratio= (of the peak)")
+        raise BudgetError("give exactly one of budget= (bytes) or ratio= (of the peak)")
     if ratio is not None:
-        if ratio <= 0:
-            raise ValueError(f"ratio must be > 0, not {ratio}")
+        ratio = budget_ratio(ratio)
         b = program.bounds()
         arena = b.arena_budget(ratio, ratio_of)
         if arena < 0:
@@ -264,4 +263,4 @@ def resolve_budget(program: Program, budget: int | None, ratio: float | None,
                 f"{b.external:,} B of parameters, inputs and outputs (never evicted): no "
                 f"arena is left", minimum=b.lower)
         return arena
-    return int(budget)
+    return budget_bytes(budget)

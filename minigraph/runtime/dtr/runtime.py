@@ -40,7 +40,7 @@ from typing import Any
 
 from ...errors import BudgetError, MinigraphError, ThrashError
 from .allocator import ALLOCATORS
-from .bounds import EVI, EXT, FREED, NEW, RES, STATE_NAMES, check_budget
+from .bounds import EVI, EXT, FREED, NEW, RES, STATE_NAMES, budget_bytes, check_budget
 from .eviction import Candidates, ScoreInputs, choose_victims, lowest_score
 from .heuristics import Heuristic, TensorView, get_heuristic
 from .options import DTROptions, dtr_options
@@ -68,7 +68,7 @@ class DTRRuntime:
         if heuristic is not None:
             keywords["heuristic"] = heuristic
         self.options = o = dtr_options(options, **keywords)
-        self.program, self.budget, self.backend = program, int(budget), backend
+        self.program, self.budget, self.backend = program, budget_bytes(budget), backend
         self.heuristic: Heuristic = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
         self.arena = ALLOCATORS[o.allocator](self.budget)
         self.bounds = program.bounds()
@@ -382,8 +382,8 @@ class DTRRuntime:
         raise BudgetError(
             f"DTR on {self.program.name}: cannot place {need:,} B in a budget of "
             f"{self.budget:,} B: {pinned:,} B are pinned or cannot be evicted and "
-            f"{self.arena.free_bytes:,} B are free. A budget of {self.bounds.safe:,} B "
-            f"always works", minimum=self.bounds.safe)
+            f"{self.arena.free_bytes:,} B are free. At {self.bounds.safe:,} B it never "
+            f"gets stuck", minimum=self.bounds.safe)
 
     def _compact(self) -> None:
         moves = self.arena.compact()

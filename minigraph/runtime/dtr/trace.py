@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,10 +46,24 @@ class TraceError(GraphError):
     """A malformed line or an inconsistent instruction in a DTR simulator trace."""
 
 
-def _lines(source: Any) -> list[dict]:
-    if isinstance(source, (str, Path)) and not str(source).lstrip().startswith("{") \
-            and Path(source).exists():
-        text = Path(source).read_text().splitlines()
+def _lines(source: Any) -> tuple[str, list[tuple[int, dict]]]:
+    """(where the trace came from, for messages; its instructions with their line
+    numbers). A Path, or a one-line string not starting with "{", is a file's path."""
+    where = "trace"
+    if isinstance(source, Path) or isinstance(source, str) and "\n" not in source \
+            and not source.lstrip().startswith("{"):
+        where = str(source)
+        path = Path(source)
+        if not where.strip():
+            raise TraceError("trace: the empty string is neither a trace nor a file's path")
+        if path.is_dir():
+            raise TraceError(f"trace {where}: is a directory, not a trace file")
+        if not path.is_file():
+            raise TraceError(f"trace {where}: no such file")
+        try:
+            text = path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise TraceError(f"trace {where}: cannot be read ({e})") from None
     elif isinstance(source, str):
         text = source.splitlines()
     elif isinstance(source, io.IOBase) or hasattr(source, "read"):
@@ -57,20 +72,23 @@ def _lines(source: Any) -> list[dict]:
         text = list(source)
     out = []
     for k, line in enumerate(text, 1):
-        if isinstance(line, dict):
-            out.append(line)
-            continue
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            j = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TraceError(f"trace line {k}: not JSON ({e}): {line[:80]}") from None
-        if "INSTRUCTION" not in j:
-            raise TraceError(f"trace line {k}: no INSTRUCTION: {line[:80]}")
-        out.append(j)
-    return out
+        if not isinstance(line, dict):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                line = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise TraceError(f"{where} line {k}: not JSON ({e}): {line[:80]}") from None
+        if not isinstance(line, dict):
+            raise TraceError(f"{where} line {k}: a JSON {type(line).__name__}, not an "
+                             f"object with an INSTRUCTION: {str(line)[:80]}")
+        if "INSTRUCTION" not in line:
+            raise TraceError(f"{where} line {k}: no INSTRUCTION: {str(line)[:80]}")
+        out.append((k, line))
+    if not out:
+        raise TraceError(f"{where}: no instructions (an empty trace)")
+    return where, out
 
 
 def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
@@ -80,12 +98,15 @@ def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
     `outputs`: "rematerialize" (tensors referenced at the end are made resident at the
     end, as simrd does by default) or "ignore"."""
     if outputs not in ("rematerialize", "ignore"):
-        raise ValueError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
-    lines = _lines(source)
-    starts = [k for k, j in enumerate(lines) if j["INSTRUCTION"] == "ANNOTATE"
+        raise TraceError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
+    where, lines = _lines(source)
+    starts = [k for k, (_, j) in enumerate(lines) if j["INSTRUCTION"] == "ANNOTATE"
               and j.get("ANNOTATION") == "START"]
     reader = _TraceReader(lines[starts[0] + 1:] if starts else lines, alignment)
-    reader.read()
+    try:
+        reader.read()
+    except TraceError as e:
+        raise TraceError(f"{where} line {reader.line}: {e}") from None
     if outputs == "rematerialize":
         reader.get_outputs()
     return Program(reader.tensors, reader.ops, reader.steps, name)
@@ -96,8 +117,10 @@ class _TraceReader:
     each tensor's references (`refs`) and the storage it lives in (`root`: itself, or
     the tensor it aliases)."""
 
-    def __init__(self, lines: list[dict], alignment: int):
-        self.lines, self.alignment, self.k = lines, alignment, 0
+    def __init__(self, lines: list[tuple[int, dict]], alignment: int):
+        self.numbers = [n for n, _ in lines]
+        self.lines = [j for _, j in lines]
+        self.alignment, self.k, self.line = alignment, 0, 0
         self.tensors: list[TensorSpec] = []
         self.ops: list[OpSpec] = []
         self.steps: list[tuple[str, int]] = []
@@ -109,24 +132,27 @@ class _TraceReader:
     def read(self) -> None:
         while self.k < len(self.lines):
             j = self.lines[self.k]
+            self.line = self.numbers[self.k]
             self.k += 1
             ins = j["INSTRUCTION"]
             if ins == "CONSTANT":
-                self.pop("MEMORY", j["NAME"])
-                self.binding[j["NAME"]] = self.new_tensor(j["NAME"], 0, True, -1, None)
+                name = _name(j, "NAME")
+                self.number(self.pop("MEMORY", name), "MEMORY", int)
+                self.binding[name] = self.new_tensor(name, 0, True, -1, None)
             elif ins == "CALL":
                 self.call(j)
             elif ins == "MUTATE":
                 self.mutate(j)
             elif ins in ("COPY", "COPY_FROM"):
-                src = self.need(j["SRC"], ins)
-                old = self.need(j["DST"], ins) if ins == "COPY_FROM" else None
-                self.binding[j["DST"]] = src
+                src = self.need(_name(j, "SRC"), ins)
+                dst = _name(j, "DST")
+                old = self.need(dst, ins) if ins == "COPY_FROM" else None
+                self.binding[dst] = src
                 self.refs[src] += 1
                 if old is not None:
                     self.release(old)
             elif ins == "RELEASE":
-                if j["NAME"] in self.binding:
+                if _name(j, "NAME") in self.binding:
                     self.release(self.binding.pop(j["NAME"]))
             elif ins == "ANNOTATE":
                 if j.get("ANNOTATION") == "BACKWARD":
@@ -138,12 +164,13 @@ class _TraceReader:
 
     def call(self, j: dict) -> None:
         """An op: its results, each with a MEMORY and an ALIAS line."""
-        args = [self.need(a, f"CALL {j['NAME']}") for a in j["ARGS"]]
+        name, cost = _name(j, "NAME"), self.cost(j)
+        args = [self.need(a, f"CALL {name}") for a in _names(j, "ARGS")]
         idx = len(self.ops)
         outs = []
-        for r in list(j["RESULT"]):
-            mem = int(self.pop("MEMORY", r)["MEMORY"])
-            alias = int(self.pop("ALIAS", r)["ALIAS"])
+        for r in _names(j, "RESULT"):
+            mem = self.number(self.pop("MEMORY", r), "MEMORY", int)
+            alias = self.number(self.pop("ALIAS", r), "ALIAS", int, low=-1)
             if r in self.binding:
                 raise TraceError(f"CALL {j['NAME']}: result {r!r} already exists")
             if alias >= 0:
@@ -155,30 +182,34 @@ class _TraceReader:
                 t = self.new_tensor(r, align_up(mem, self.alignment), mem == 0, idx, None)
             self.binding[r] = t
             outs.append(t)
-        self.add_op(j, args, outs)
+        self.add_op(j, args, outs, cost)
 
     def mutate(self, j: dict) -> None:
         """An in-place op, run out of place: new versions of the mutated arguments, the old
         ones released after it."""
-        args = [self.need(a, f"MUTATE {j['NAME']}") for a in j["ARGS"]]
+        name, names, cost = _name(j, "NAME"), _names(j, "ARGS"), self.cost(j)
+        args = [self.need(a, f"MUTATE {name}") for a in names]
         idx = len(self.ops)
         outs, olds = [], []
-        for m in j["MUTATE"]:
-            old = args[int(m)]
+        for m in _field(j, "MUTATE", list):
+            if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m < len(args):
+                raise TraceError(f"MUTATE {j['NAME']}: index {m!r} is not one of its "
+                                 f"{len(args)} arguments (0 to {len(args) - 1})")
+            old = args[m]
             base = self.root[old]
             size = self.tensors[base].size
             outs.append(self.new_tensor(self.tensors[old].name + "$", size,
                                         self.tensors[base].external and size == 0, idx, None))
-            olds.append((j["ARGS"][int(m)], old))
-        self.add_op(j, args, outs)
+            olds.append((names[m], old))
+        self.add_op(j, args, outs, cost)
         for (nm, old), t in zip(olds, outs):
             self.binding[nm] = t
             self.release(old)
 
-    def add_op(self, j: dict, args: list[int], outs: list[int]) -> None:
+    def add_op(self, j: dict, args: list[int], outs: list[int], cost: float) -> None:
         idx = len(self.ops)
         self.ops.append(OpSpec(f"{j['NAME']}#{idx}", self.op_inputs(args), tuple(outs),
-                               float(j.get("TIME", 0)), 0, True, (), tuple(args), None,
+                               cost, 0, True, (), tuple(args), None,
                                self.role))
         self.steps.append(("call", idx))
 
@@ -217,6 +248,8 @@ class _TraceReader:
     def pop(self, kind: str, nm: str) -> dict:
         """The next line, which must be a `kind` line for `nm`."""
         lines, k = self.lines, self.k
+        if k < len(lines):
+            self.line = self.numbers[k]
         if k >= len(lines) or lines[k]["INSTRUCTION"] != kind:
             got = lines[k]["INSTRUCTION"] if k < len(lines) else "the end"
             raise TraceError(f"expected {kind} for {nm} after its CALL, got {got}")
@@ -226,6 +259,27 @@ class _TraceReader:
             raise TraceError(f"{kind} line names {j.get('NAME')!r}, expected {nm!r}")
         return j
 
+    def cost(self, j: dict) -> float:
+        return self.number(j, "TIME", float) if "TIME" in j else 0.0
+
+    def number(self, j: dict, key: str, kind: type, low: float = 0) -> Any:
+        """j[key] as an int or a float (the trace writes numbers as strings), finite and
+        at least `low`."""
+        v = _field(j, key, (str, int, float))
+        try:
+            x = None if isinstance(v, bool) else kind(v)
+            if kind is int and isinstance(v, float) and not v.is_integer():
+                x = None
+        except (ValueError, OverflowError):
+            x = None
+        if x is None or x != x or x in (math.inf, -math.inf):
+            raise TraceError(f"{j['INSTRUCTION']} {j.get('NAME', '')}: {key} {v!r} is not "
+                             f"{'an integer' if kind is int else 'a finite number'}")
+        if x < low:
+            raise TraceError(f"{j['INSTRUCTION']} {j.get('NAME', '')}: {key} {v!r} is "
+                             f"below {low}")
+        return x
+
     def op_inputs(self, args: Sequence[int]) -> tuple[int, ...]:
         ins: list[int] = []
         for a in args:
@@ -233,6 +287,26 @@ class _TraceReader:
             if self.root[a] != a:
                 ins.append(self.root[a])     # reading a view needs its storage
         return tuple(dict.fromkeys(ins))
+
+
+def _field(j: dict, key: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in j:
+        raise TraceError(f"{j['INSTRUCTION']} line without {key!r}: {str(j)[:80]}")
+    if not isinstance(j[key], kind):
+        raise TraceError(f"{j['INSTRUCTION']}: {key} {j[key]!r} has the wrong type")
+    return j[key]
+
+
+def _name(j: dict, key: str) -> str:
+    return _field(j, key, str)
+
+
+def _names(j: dict, key: str) -> list[str]:
+    names = _field(j, key, list)
+    bad = [x for x in names if not isinstance(x, str)]
+    if bad:
+        raise TraceError(f"{j['INSTRUCTION']}: {key} holds {bad[0]!r}, not a tensor name")
+    return names
 
 
 def replay_trace(source: Any, budget: int | None = None, *, ratio: float | None = None,
