@@ -28,19 +28,25 @@ def chain(n):
 
 # --- point 10: thrash detection and bookkeeping stay cheap --------------------------------
 
-def test_a_thrashing_chain_looks_at_a_bounded_number_of_tensors_per_replay(monkeypatch):
-    """At the smallest budget of a 2,000-op chain every tensor but three is evicted; the
-    evicted neighbourhood (e*) searches must not walk that whole chain at each eviction
-    (they did: n = 10,000 ran for half an hour before ThrashError)."""
-    looked = [0]
+@pytest.fixture
+def looked(monkeypatch) -> list[int]:
+    """`looked[0]`: tensors the evicted-neighbourhood searches visit during the test."""
+    count = [0]
     reach = neighborhood._reach
 
     def counting(t, edges, evicted, seen):
         before = len(seen)
         found = reach(t, edges, evicted, seen)
-        looked[0] += len(seen) - before
+        count[0] += len(seen) - before
         return found
     monkeypatch.setattr(neighborhood, "_reach", counting)
+    return count
+
+
+def test_a_thrashing_chain_looks_at_a_bounded_number_of_tensors_per_replay(looked):
+    """At the smallest budget of a 2,000-op chain every tensor but three is evicted; the
+    evicted neighbourhood (e*) searches must not walk that whole chain at each eviction
+    (they did: n = 10,000 ran for half an hour before ThrashError)."""
     p = chain(2000)
     rt = DTRRuntime(p, p.bounds().lower, "dtr", timeline=False)
     with pytest.raises(ThrashError):
@@ -48,19 +54,10 @@ def test_a_thrashing_chain_looks_at_a_bounded_number_of_tensors_per_replay(monke
     assert looked[0] <= 20 * rt.trace.rematerializations
 
 
-def test_a_chain_just_above_the_smallest_budget_searches_little_per_replay(monkeypatch):
+def test_a_chain_just_above_the_smallest_budget_searches_little_per_replay(looked):
     """Two candidates: a stale checkpoint with the whole evicted chain above it and the
     tensor just used. The checkpoint's ancestors do not change while the tensors under it
     come and go, so their cost is cached apart from the rest of its neighbourhood."""
-    looked = [0]
-    reach = neighborhood._reach
-
-    def counting(t, edges, evicted, seen):
-        before = len(seen)
-        found = reach(t, edges, evicted, seen)
-        looked[0] += len(seen) - before
-        return found
-    monkeypatch.setattr(neighborhood, "_reach", counting)
     p = chain(1000)
     rt = DTRRuntime(p, p.bounds().lower + 4, "dtr", timeline=False)
     with pytest.raises(ThrashError):
