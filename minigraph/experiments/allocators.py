@@ -164,7 +164,7 @@ def dtr_rows(model: str, label: str, run: Any, *, allocators: Sequence[str] = ON
             rows.append(AllocatorRow(model, label, p, "static", None, minimum,
                                      note=f"failed: {type(e).__name__}: {e}"[:120]))
             continue
-        arena = max((placement.offsets[b.id] + b.size for b in aligned), default=0)
+        arena = placement.arena_bytes
         rows.append(AllocatorRow(model, label, p, "static", arena, minimum, arena - minimum,
                                  device_calls=1, seconds=time.perf_counter() - t0,
                                  note=placement.note[:60]))

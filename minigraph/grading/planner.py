@@ -160,7 +160,7 @@ def _execute(case: BufferCase, offsets: dict, check: bool = True) -> dict[str, n
     from ..memory.plan import MemoryPlan
     from ..runtime.executor import Executor
     live = liveness(case.graph, case.schedule, case.alignment)
-    arena = max((offsets[b.id] + b.size for b in live.buffers() if b.size), default=0)
+    arena = arena_size(live.buffers(), offsets)
     plan = MemoryPlan(live, dict(offsets), arena, planner="student")
     # check=False runs an unsafe plan on purpose, to show the damage it does.
     return Executor(case.graph, plan, device="cpu", validate=check).run(case.feeds())

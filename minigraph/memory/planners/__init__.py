@@ -13,14 +13,13 @@ regions, validation), and a planner places the buffers of one colour.
 from __future__ import annotations
 
 import inspect
-import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from numbers import Real
 from typing import Any
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, align_up, arena_size, validate_offsets
+from .budget import positive_finite
 
 Planner = Callable[..., Placement]
 PLANNERS: dict[str, Planner] = {}
@@ -107,6 +106,7 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
         end = None                    # one colour and little to keep: the limit as given
     for k, colour in enumerate(colours):
         part = [b for b in aligned if b.color == colour]
+        start = base                  # this colour's region begins above the ones before
         if end is not None:           # the colours left share the time left
             share = (end - time.perf_counter()) / (len(colours) - k)
             options = {**options, "time_limit": max(share, MIN_SHARE)}
@@ -116,8 +116,9 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
             raise PlanError(f"planner {planner} left buffers without offsets: "
                             f"{sorted(map(str, missing))[:5]}")
         for i, off in placed.offsets.items():
-            offsets[i] = base + int(off)
-        base = align_up(max(base, arena_size(aligned, offsets)), alignment)
+            offsets[i] = start + int(off)
+        # measured, not the planner's word: a planner may be a student's
+        base = align_up(start + arena_size(part, placed.offsets), alignment)
         if placed.note:
             notes.append(placed.note)
         if placed.blocks:
@@ -135,8 +136,7 @@ MIN_SHARE = 1e-3                # the least time a colour's planner is given
 def _planning_ends(time_limit: Any, n: int) -> float | None:
     """When the planners must be done (a `time.perf_counter()` value), for a usable
     `time_limit`; None without one (or for a bad one, which the planner refuses)."""
-    if not isinstance(time_limit, Real) or isinstance(time_limit, bool) or \
-            not math.isfinite(time_limit) or time_limit <= 0:
+    if not positive_finite(time_limit):
         return None
     keep = min(CHECK_SECONDS_PER_BUFFER * n, time_limit / 2)
     return time.perf_counter() + time_limit - keep

@@ -19,12 +19,11 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from numbers import Real
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement
 from . import register
-from .budget import NEVER, Deadline, OutOfTime, check_count, check_time_limit
+from .budget import NEVER, Deadline, OutOfTime, check_count, check_time_limit, positive_finite
 from .offset import lowest_gap, size_order, start_plans
 
 MAX_MOVES = 10_000_000     # a time-limited run stops here too; more iterations are refused
@@ -98,7 +97,7 @@ def check_anneal_options(iterations: int | None, time_limit: float | None, start
     if not isinstance(start, str) or start not in STARTS:
         raise PlanError(f"anneal: start must be one of {', '.join(STARTS)}, not {start!r}")
     for name, t in (("t_start", t_start), ("t_end", t_end)):
-        if not isinstance(t, Real) or isinstance(t, bool) or not math.isfinite(t) or t <= 0:
+        if not positive_finite(t):
             raise PlanError(f"anneal: {name} must be a positive, finite fraction of the "
                             f"arena, not {t!r}")
     if t_end > t_start:

@@ -52,11 +52,16 @@ class Deadline:
 
     def check(self, step: str, partial: list[int] | None = None) -> None:
         """Raise `OutOfTime(step)` once the deadline has passed."""
-        if self.at is not None and time.perf_counter() > self.at:
+        if self.passed():
             raise OutOfTime(step, partial)
 
 
 NEVER = Deadline()
+
+
+def positive_finite(x: object) -> bool:
+    """A real number (not a bool) above 0 and below infinity."""
+    return isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
 def check_time_limit(planner: str, time_limit: object, *, optional: bool = False) -> None:
@@ -64,9 +69,7 @@ def check_time_limit(planner: str, time_limit: object, *, optional: bool = False
     would never stop; 0 or less cannot plan anything). None passes when `optional`."""
     if time_limit is None and optional:
         return
-    ok = isinstance(time_limit, Real) and not isinstance(time_limit, bool) and \
-        math.isfinite(time_limit) and 0 < time_limit <= MAX_TIME_LIMIT
-    if not ok:
+    if not (positive_finite(time_limit) and time_limit <= MAX_TIME_LIMIT):
         what = "a positive number of seconds" + (" or None" if optional else "")
         raise PlanError(f"{planner}: time_limit must be {what} (at most "
                         f"{MAX_TIME_LIMIT:g}), not {time_limit!r}")
