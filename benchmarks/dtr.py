@@ -3,6 +3,7 @@ peak, compute overhead and fragmentation-forced evictions, as markdown tables.
 
     python benchmarks/dtr.py             # five zoo models, simulated mode + real mode rows
     python benchmarks/dtr.py --quick     # smaller models, fewer heuristics, no real mode
+    python benchmarks/dtr.py --coop      # only the Coop table (real mode, five models)
 
 Two budget definitions, both printed (column "of"): `total` is the DTR paper's, a fraction
 of the total peak memory of the unmodified run (parameters, inputs, outputs + the arena
@@ -19,6 +20,14 @@ in one arena of exactly the budget. A cell reads `x1.044/3`: total compute over 
 compute / evictions forced by fragmentation; `below` = under the smallest feasible
 budget, `stuck` = the run could not place a tensor, `thrash` = stopped at 10x the base
 compute. Everything printed is computed.
+
+Coop [Zhang 2023] comes as its sliding window alone (`coop`) and with its two layout
+ideas, options of any heuristic: `partition=True` (cheap tensors from the bottom of the
+arena, the others from the top) and `recomputable_inplace=True` (an output may take its
+input's block; the input stays recomputable). The Coop table runs them in real mode
+(NumPy kernels) with `defrag="last-resort"`, beside `dtr` and the window alone. In
+every real-mode cell the seconds are CPU time (`time.process_time`) of the whole run,
+kernels included (wall time is disturbed by whatever else the machine runs).
 """
 
 from __future__ import annotations
@@ -57,6 +66,13 @@ TARGETS = [("ResNet", "dtr", 0.5, 1.15), ("Transformer", "dtr", 0.5, 1.10),
            ("LSTM", "dtr", 0.4, 1.20)]
 # not a target: the same budgets under dtr-live (e* without dead descendants nothing needs)
 COMPARE = [(label, "dtr-live", r, limit) for label, _, r, limit in TARGETS]
+# Coop's layout ideas as options: (row label, heuristic, options)
+COOP_ROWS = [("dtr", "dtr", {}), ("coop (window only)", "coop", {}),
+             ("coop + partition", "coop", {"partition": True}),
+             ("coop + in-place", "coop", {"recomputable_inplace": True}),
+             ("coop + partition + in-place", "coop",
+              {"partition": True, "recomputable_inplace": True}),
+             ("dtr + in-place", "dtr", {"recomputable_inplace": True})]
 
 
 def arena_budget(b, ratio, of):
@@ -82,6 +98,7 @@ def real_cell(model, program, ratio, heuristic, feeds, of="total", **kw):
     budget = arena_budget(b, ratio, of)
     if budget < b.lower:
         return "below", None
+    t0 = time.process_time()
     try:
         ex = DTRExecutor(model.graph, budget, heuristic=heuristic, **kw)
         ex.run(feeds)
@@ -90,7 +107,8 @@ def real_cell(model, program, ratio, heuristic, feeds, of="total", **kw):
     except BudgetError:
         return "stuck", None
     tr = ex.last_trace
-    return f"x{tr.overhead:.3f}/{tr.frag_forced_evictions} ({tr.seconds:.1f}s)", tr
+    return (f"x{tr.overhead:.3f}/{tr.frag_forced_evictions} "
+            f"({time.process_time() - t0:.1f}s)"), tr
 
 
 def mib(n):
@@ -102,7 +120,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-real", action="store_true", help="skip the real-mode rows")
     ap.add_argument("--models", default="", help="comma-separated labels to run")
+    ap.add_argument("--coop", action="store_true", help="only the Coop table (real mode)")
     args = ap.parse_args()
+    if args.coop:
+        coop_table(FULL if not args.models else
+                   [c for c in FULL if c[0] in set(args.models.split(","))])
+        return
     configs = QUICK if args.quick else FULL
     if args.models:
         keep = set(args.models.split(","))
@@ -185,6 +208,32 @@ def main() -> None:
                       f"fragmentation-forced evictions: {'met' if ok else 'NOT met'}")
     print("\n(With the default `defrag=\"first\"` no eviction is ever forced by "
           "fragmentation: the arena is compacted instead, see `moved_bytes`.)")
+    if not args.no_real and not args.quick:
+        coop_table(configs)
+
+
+def coop_table(configs) -> None:
+    """Coop's window alone and with its layout ideas, beside dtr: real mode (NumPy),
+    `defrag="last-resort"`, budgets 0.8 and 0.6 of the total peak."""
+    ratios = (0.8, 0.6)
+    print("\n### Coop: the sliding window, cheap-tensor partitioning, recomputable "
+          "in-place (real mode, NumPy, defrag last-resort, ratio of total)\n")
+    print("Cell: compute overhead / evictions forced by fragmentation (CPU seconds). "
+          "`in-place` counts the outputs written over their input.\n")
+    print("| model | variant | " + " | ".join(f"{r:.1f}" for r in ratios) +
+          " | in-place at " + f"{ratios[-1]:.1f} |")
+    print("|---|---|" + "---:|" * (len(ratios) + 1))
+    for label, name, kw in configs:
+        model = get_model(name, **kw)
+        p = program_from_graph(model.graph)
+        feeds = model.feeds()
+        for shown, h, opts in COOP_ROWS:
+            cells, tr = [], None
+            for r in ratios:
+                text, tr = real_cell(model, p, r, h, feeds, defrag="last-resort", **opts)
+                cells.append(text)
+            n = str(tr.inplace) if tr is not None else "-"
+            print(f"| {label} | {shown} | " + " | ".join(cells) + f" | {n} |", flush=True)
 
 
 if __name__ == "__main__":

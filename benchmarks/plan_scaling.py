@@ -2,23 +2,30 @@
 
     python benchmarks/plan_scaling.py            # 1,000 to 100,000 buffers
     python benchmarks/plan_scaling.py --quick    # 1,000 to 20,000 buffers
+    python benchmarks/plan_scaling.py --family realistic   # one family only
 
 Every heuristic planner (the search planners "anneal" and "ilp" run for whatever time
-they are given, so they are left out) on two families, each as a markdown table of CPU
+they are given, so they are left out) on three families, each as a markdown table of CPU
 seconds (`time.process_time`, so other processes on the machine do not count):
 
 - random: `random_buffers(n)`, about 30 buffers alive at any step whatever n is;
 - hard: `hard_instance(n)`, guillotine tilings with n / 10 steps, where about sqrt(n)
-  buffers are alive at a step, so even an n log n planner does more work per buffer.
+  buffers are alive at a step, so even an n log n planner does more work per buffer;
+- realistic: `realistic_buffers(n)`, the liveness of a training step (activations held
+  from their forward step to their gradient step, so thousands are alive at the turn;
+  sizes from 256 B to 256 MiB), 5,000 to 60,000 buffers as real training graphs give.
 
-The growth exponent is the slope of log(time) against log(n), fitted by least squares
-(1 = linear, about 1.1 for n log n over this range, 2 = quadratic). The last column is
-the arena over the theoretical minimum at the largest n.
+The garbage collector is off while a planner runs, as in `timeit`: its pauses grow with
+every object alive in the process, not with the planner's work. The growth exponent is
+the slope of log(time) against log(n), fitted by least squares (1 = linear, about 1.1
+for n log n over this range, 2 = quadratic). The last column is the arena over the
+theoretical minimum (max-live) at the largest n.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import sys
 import time
@@ -27,13 +34,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minigraph.memory.buffers import theoretical_minimum  # noqa: E402
-from minigraph.memory.instances import hard_instance, random_buffers  # noqa: E402
+from minigraph.memory.instances import (  # noqa: E402
+    hard_instance,
+    random_buffers,
+    realistic_buffers,
+)
 from minigraph.memory.planners import get_planner  # noqa: E402
 
 PLANNERS = ["none", "refcount", "ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size",
             "bestfit"]
 SIZES = [1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]
 QUICK_SIZES = [1_000, 2_000, 5_000, 10_000, 20_000]
+REALISTIC_SIZES = [5_000, 10_000, 20_000, 40_000, 60_000]
+QUICK_REALISTIC_SIZES = [2_000, 5_000, 10_000, 20_000]
+FAMILIES = ("random", "hard", "realistic")
 
 
 def exponent(ns: list[int], ts: list[float]) -> float:
@@ -60,13 +74,16 @@ def family(name: str, make, sizes: list[int], repeat: int) -> None:
         for n in sizes:
             best = float("inf")
             for _ in range(repeat):
+                gc.collect()
+                gc.disable()                # as timeit does: no collector pauses
                 t0 = time.process_time()
                 placed = fn(problems[n])
                 best = min(best, time.process_time() - t0)
+                gc.enable()
             times.append(best)
             ratio = placed.arena_bytes / minima[n]
         cells = [planner] + [f"{t:.3f}" for t in times] + [f"{exponent(sizes, times):.2f}",
-                                                            f"{ratio:.3f}"]
+                                                            f"{ratio:.4f}"]
         print("| " + " | ".join(cells) + " |", flush=True)
     print()
 
@@ -77,15 +94,24 @@ def main(argv: list[str] | None = None) -> int:
                     help="up to 20,000 buffers, each size measured once")
     ap.add_argument("--repeat", type=int, default=None,
                     help="runs per point, the fastest is kept (default 2, quick 1)")
+    ap.add_argument("--family", choices=FAMILIES, action="append",
+                    help="only this family (may be repeated; default: all three)")
     args = ap.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else SIZES
     repeat = args.repeat or (1 if args.quick else 2)
+    chosen = args.family or FAMILIES
     print("# Static memory planning: time against size (CPU seconds)\n")
-    family("random buffers (bounded overlap)", lambda n: random_buffers(n, seed=0), sizes,
-           repeat)
-    family("hard instances (about sqrt(n) alive per step)",
-           lambda n: hard_instance(n, capacity=1 << 24, steps=max(n // 10, 8), seed=0),
-           sizes, repeat)
+    if "random" in chosen:
+        family("random buffers (bounded overlap)", lambda n: random_buffers(n, seed=0),
+               sizes, repeat)
+    if "hard" in chosen:
+        family("hard instances (about sqrt(n) alive per step)",
+               lambda n: hard_instance(n, capacity=1 << 24, steps=max(n // 10, 8), seed=0),
+               sizes, repeat)
+    if "realistic" in chosen:
+        family("realistic training graphs (activations held until their gradient step)",
+               lambda n: realistic_buffers(n, seed=0),
+               QUICK_REALISTIC_SIZES if args.quick else REALISTIC_SIZES, repeat)
     return 0
 
 

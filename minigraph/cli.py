@@ -5,14 +5,16 @@
     minigraph models                            the model zoo
     minigraph lab                               open the lessons in JupyterLab
 
-A user's mistake (an unknown model, a bad option value, a file that is not a plan) prints
-one line, `minigraph ...: error: ...`, and exits 2; an internal error keeps its traceback.
+A user's mistake (an unknown model, a bad option value, `--device gpu` with no GPU, a file
+that is not a plan) prints one line, `minigraph ...: error: ...`, and exits 2; an internal
+error keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
+import importlib.util
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -22,8 +24,8 @@ from . import __version__
 from .errors import MinigraphError
 from .experiments import plan_cli
 from .experiments.plan_cli import USAGE_ERROR, Parser, one_line, positive_int, positive_seconds
-from .models import DEFAULT_MODEL, MODELS
-from .tour import tour
+from .models import MODELS
+from .tour import TOUR_MODEL, tour
 
 
 def _add_tour(sub: argparse._SubParsersAction) -> None:
@@ -31,10 +33,12 @@ def _add_tour(sub: argparse._SubParsersAction) -> None:
                        description="Build a zoo model's training graph, run one SGD step, "
                                    "and plan its memory with every technique in turn.")
     p.add_argument("--model", default=None, choices=list(MODELS), metavar="NAME",
-                   help=f"zoo model: {', '.join(MODELS)} (default {DEFAULT_MODEL})")
-    p.add_argument("--batch", type=positive_int, default=None, help="batch size")
+                   help=f"zoo model: {', '.join(MODELS)} (default {TOUR_MODEL})")
+    p.add_argument("--batch", type=positive_int, default=None,
+                   help="batch size, >= 1 (default: the model's own)")
     p.add_argument("--time-limit", type=positive_seconds, default=0.5,
-                   help="seconds for the searching planners (ilp, anneal); default 0.5")
+                   help="seconds for each searching planner (anneal, ilp, search); "
+                        "default 0.5")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"),
                    help="where to run the step (default cpu)")
     p.add_argument("--run", dest="run", action="store_true", default=None,
@@ -61,7 +65,7 @@ def _run_models(args: argparse.Namespace) -> int:
     for name, builder in MODELS.items():
         doc = " ".join((builder.__doc__ or "").split())
         doc = doc.split(". ")[0].rstrip(".")
-        mark = " (default)" if name == DEFAULT_MODEL else ""
+        mark = " (the tour's default)" if name == TOUR_MODEL else ""
         print(f"{name:12} {doc}{mark}")
         if args.build:
             print(f"{'':12} {builder().summary()}")
@@ -94,18 +98,31 @@ def _lessons_dir() -> Path:
     return here if here.is_dir() else Path.cwd() / "lessons"
 
 
+def lab_command(notebook: Path, python: str | None = None,
+                root: bool | None = None) -> list[str]:
+    """The command that opens `notebook` in JupyterLab: the JupyterLab of the interpreter
+    running minigraph (`.venv/bin/minigraph lab` works with the venv not activated), with
+    `--allow-root` when run as root (JupyterLab refuses to start as root without it)."""
+    python = sys.executable if python is None else python
+    if root is None:
+        root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return [python, "-m", "jupyterlab", *(["--allow-root"] if root else []), str(notebook)]
+
+
 def _run_lab(args: argparse.Namespace) -> int:
     nb = Path(args.notebook) if args.notebook else _lessons_dir() / "00_tour.ipynb"
     if not nb.exists():
-        print(f"minigraph lab: {nb} not found; run it from a minigraph checkout "
+        print(f"minigraph lab: error: {nb} not found; run it from a minigraph checkout "
               "(git clone ... && cd minigraph && minigraph lab)", file=sys.stderr)
-        return 2
-    jupyter = shutil.which("jupyter")
-    if jupyter is None:
-        print("minigraph lab: JupyterLab is not installed; pip install 'minigraph[lab]'",
-              file=sys.stderr)
-        return 2
-    return subprocess.call([jupyter, "lab", str(nb)])
+        return USAGE_ERROR
+    if importlib.util.find_spec("jupyterlab") is None:
+        print(f"minigraph lab: error: JupyterLab is not installed for {sys.executable}; "
+              "pip install 'minigraph[lab]'", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        return subprocess.call(lab_command(nb))
+    except KeyboardInterrupt:      # Ctrl-C stops JupyterLab; not an error of ours
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:

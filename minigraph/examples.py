@@ -7,6 +7,9 @@
   reads (`free_after_forward`); parallel branches for the colouring heuristic (`branchy`).
 - The GE memory-reuse blog [Huawei GE]: the CNN block Input -> Conv -> ReLU -> Pool
   (`cnn_block`; the layout the blog claims for it is `memory.instances.blog_cnn_layout`).
+  The CANN article's worked example [Huawei GE] as a graph (`ge_worked_graph`).
+- MODeL [Steiner 2023]: two branches that every heuristic order runs in the wrong order
+  (`order_trap`).
 - DTR [Kirisame 2021]: the uniform linear chain (`linear_chain`), a deep MLP training step
   (`mlp_training`) and random training graphs for property tests (`random_training_graph`).
 - The online-allocator lesson: an MLP step with tensors of MiB size (`wide_mlp`).
@@ -28,7 +31,7 @@ from .models import mlp_graph, named
 
 __all__ = ["named", "sigmoid_chain", "inplace_counterexample", "two_layer_mlp",
            "free_after_forward", "branchy", "cnn_block", "linear_chain", "mlp_training",
-           "random_training_graph", "wide_mlp"]
+           "random_training_graph", "wide_mlp", "ge_worked_graph", "order_trap"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -124,8 +127,11 @@ def branchy(branches: int = 3, depth: int = 3, batch: int = 16, width: int = 32)
 def cnn_block(image: int = 224, channels: int = 64) -> Graph:
     """Input [1,3,224,224] -> Conv (64 filters 3x3, stride 2) -> ReLU -> MaxPool 2x2.
 
-    The blog's sizes: input 3x224x224, conv and relu outputs 64x112x112 (3.2 MB in
-    float32), pool output 64x56x56 (0.8 MB). The pool output is the graph output.
+    The blog's sizes: input 3x224x224 (588 KiB in float32; the blog's "150KB" counts
+    elements), conv and relu outputs 64x112x112 (3.06 MiB; the blog's "3.2 MB" is 10^6-byte
+    MB), pool output 64x56x56 (784 KiB). The pool output is the graph output. The blog's
+    layout for it: `memory.instances.blog_cnn_layout`; its tensors with their real lives:
+    `memory.instances.cnn_block_buffers`.
     """
     with name_scope():
         x = input("input_0", (1, 3, image, image))
@@ -134,6 +140,40 @@ def cnn_block(image: int = 224, channels: int = 64) -> Graph:
         t2 = named(ops.relu(t1), "relu1_out")
         t3 = named(ops.max_pool2d(t2, 2), "pool1_out")
         return Graph([t3], name="cnn_block")
+
+
+def ge_worked_graph() -> Graph:
+    """The CANN article's five tensors [Huawei GE] as matmuls of float32 tensors: A 1024 B,
+    B 2048 B, C 1024 B, D 512 B, E 4096 B, alive in program order over the article's
+    steps less one (A 0-1, B 1-3, C 2-3, D 3-4, E 4-5; `memory.instances.ge_worked_example`).
+    C = y @ W_C reads only a graph input, so it is the one node an order may move."""
+    with name_scope():
+        x, y = input("x", (16, 4)), input("y", (32, 4))
+        a = named(ops.matmul(x, param("W_A", (4, 16))), "A")
+        b = named(ops.matmul(a, param("W_B", (16, 32))), "B")
+        c = named(ops.matmul(y, param("W_C", (4, 8))), "C")
+        d = named(ops.matmul(b, c), "D")
+        e = named(ops.matmul(d, param("W_E", (8, 64))), "E")
+        return Graph([named(ops.sum(e), "out")], name="ge_worked_graph")
+
+
+# ---------------------------------------------------------------------------------------
+# MODeL [Steiner 2023]: an order no heuristic finds
+# ---------------------------------------------------------------------------------------
+
+def order_trap(unit: int = 128) -> Graph:
+    """Two branches from one input, joined by a concat (the graph output), sizes in units
+    of `unit` float32s: R1 (1) -> R2 (3) and L1 (4) -> L2 (1). Built R first, so program,
+    DFS, reverse DFS and GE's adjustment run R1 R2 L1 L2 (8 units alive at L2's step); BFS
+    runs R1 L1 R2 L2 (8 at R2's); the memory-greedy order takes R1 first (it allocates
+    least), then R2 (it frees R1): 8 again. L1 L2 R1 R2 needs 5."""
+    with name_scope():
+        x = input("x", (1, 8))
+        r1 = named(ops.matmul(x, param("W_R1", (8, unit))), "R1")
+        r2 = named(ops.matmul(r1, param("W_R2", (unit, 3 * unit))), "R2")
+        l1 = named(ops.matmul(x, param("W_L1", (8, 4 * unit))), "L1")
+        l2 = named(ops.matmul(l1, param("W_L2", (4 * unit, unit))), "L2")
+        return Graph([named(ops.concat([r2, l2], axis=1), "J")], name="order_trap")
 
 
 # ---------------------------------------------------------------------------------------

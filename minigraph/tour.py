@@ -2,11 +2,17 @@
 
 1. Build the model's training graph (forward + explicit backward + update) and print
    what it holds: nodes by role, tensors, bytes of activations, gradients, parameters.
-2. Plan it with refcount + in-place, run one SGD step on NumPy in that arena, print the
-   loss and the bytes the run used.
+2. Plan it with refcount + in-place, run one SGD step on NumPy in that arena, and print
+   where the step's bytes went: the arena, the unplanned buffers, the largest workspace,
+   and the peak measured while it ran.
 3. The memory table: the same graph planned with each technique switched on in turn
    (no reuse, in-place alone, refcount, refcount + in-place, colouring, then every other
-   planner in `minigraph.memory.PLANNERS`), against the theoretical minimum.
+   planner in `minigraph.memory.PLANNERS`), each against the theoretical minimum that
+   applies to it [Chen 2016] [Huawei GE], then what to try next.
+
+The default model is a small U-Net (`TOUR_MODEL`): its long skip connections keep
+tensors alive across the network, so the planners differ (GE's blocks, best-fit and
+greedy-by-size land at different arenas), and it still runs in about a second.
 """
 
 from __future__ import annotations
@@ -16,17 +22,30 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .backend import resolve_device
+from .experiments.plan_cli import progress_bar
 from .experiments.techniques import Row, technique_rows
 from .graph import Graph, fmt_bytes
 from .memory import MemoryOptions, plan_memory, schedule
-from .models import DEFAULT_MODEL, get_model
-from .runtime.executor import Executor
+from .models import get_model
+from .ops.registry import workspace_of
+from .runtime.executor import Executor, RunStats
 
 MAX_RUN_FLOPS = 5e10   # a step above this is planned but not run (ResNet-50: 786e9)
+TOUR_MODEL = "unet"    # the planners differ on it, and it runs in about a second
+
+
+def _floors(rows: list[Row]) -> tuple[int, int | None]:
+    """The theoretical minimum without in-place and, if any row has in-place, with it."""
+    plain = next(r.report for r in rows if r.report and not r.options.inplace)
+    fused = next((r.report for r in rows if r.report and r.options.inplace), None)
+    return plain.theoretical_minimum, None if fused is None else fused.theoretical_minimum
 
 
 def memory_table(graph: Graph, rows: list[Row]) -> str:
-    """The rows as a text table; the two theoretical minima (program order) close it."""
+    """The rows as a text table; the theoretical minima close it, and the footer says which
+    minimum each row is measured against and why a row with in-place may sit below the
+    minimum without it (in-place merges an output into its input's buffer)."""
     no_reuse = rows[0].report.no_reuse_bytes
     out = [f"{'technique':34} {'arena bytes':>13} {'arena':>11} {'saved':>7} "
            f"{'x minimum':>9} {'ms':>8}  note"]
@@ -40,19 +59,24 @@ def memory_table(graph: Graph, rows: list[Row]) -> str:
         out.append(f"{r.label:34} {rep.arena_bytes:>13,} {fmt_bytes(rep.arena_bytes):>11} "
                    f"{rep.saved_percent:>6.1f}% {rep.ratio_to_minimum:>9.3f} "
                    f"{rep.seconds * 1000:>8.1f}  {note}".rstrip())
-    plain = next(r.report for r in rows if not r.options.inplace)
-    fused = next((r.report for r in rows if r.options.inplace and r.report), None)
-    out.append(f"{'theoretical minimum':34} {plain.theoretical_minimum:>13,} "
-               f"{fmt_bytes(plain.theoretical_minimum):>11} "
-               f"{100 * (1 - plain.theoretical_minimum / no_reuse) if no_reuse else 0:>6.1f}%"
+    plain, fused = _floors(rows)
+
+    def saved(m: int) -> str:
+        return f"{100 * (1 - m / no_reuse) if no_reuse else 0:>6.1f}%"
+
+    out.append(f"{'theoretical minimum':34} {plain:>13,} {fmt_bytes(plain):>11} {saved(plain)}"
                f"  (largest bytes alive at one step)")
     if fused is not None:
-        m = fused.theoretical_minimum
-        out.append(f"{'theoretical minimum with in-place':34} {m:>13,} {fmt_bytes(m):>11} "
-                   f"{100 * (1 - m / no_reuse) if no_reuse else 0:>6.1f}%"
-                   f"  (in-place pairs fused into one buffer)")
-    out.append("saved: against no reuse; x minimum: arena / the theoretical minimum of the "
-               "same buffers (in-place pairs fused where in-place is on)")
+        out.append(f"{'theoretical minimum with in-place':34} {fused:>13,} "
+                   f"{fmt_bytes(fused):>11} {saved(fused)}"
+                   f"  (the same, with in-place pairs merged into one buffer)")
+    out.append("saved: against no reuse. x minimum: arena / the minimum that applies to the "
+               "row: with in-place for the rows with in-place, without it for the others.")
+    if fused is not None and fused < plain:
+        out.append(f"In-place lets an op write its output over its input, so the pair is one "
+                   f"buffer and fewer bytes are alive at once: a row with in-place can go "
+                   f"below the minimum without it ({plain:,} B), never below its own "
+                   f"({fused:,} B).")
     return "\n".join(out)
 
 
@@ -76,18 +100,95 @@ def graph_summary(graph: Graph) -> str:
     return "\n".join(lines)
 
 
+def run_summary(graph: Graph, st: RunStats, device: str) -> str:
+    """Where one step's bytes went, each number with what it counts."""
+    ws = [(workspace_of(graph, n), n) for n in graph.nodes]
+    top_ws, top_node = max(ws, key=lambda w: w[0], default=(0, None))
+    who = f"{top_node.name} ({top_node.op})" if top_node is not None and top_ws else "no op"
+    how = ("tracemalloc: the most bytes of NumPy arrays held at once during the step"
+           if device == "cpu" else "the bytes CuPy's memory pool holds after the step")
+    lines = [
+        ("arena", st.arena_bytes, "the planned activations and gradients: one buffer, "
+                                  "each tensor a view at its offset"),
+        ("unplanned", st.unplanned_bytes, "inputs, parameters and outputs, each in its own "
+                                          "buffer (not reused)"),
+        ("largest workspace", st.workspace_bytes,
+         f"scratch one op allocates while it runs and frees when it returns, not planned: "
+         f"{who}"),
+        ("expected peak", st.expected_peak, "arena + unplanned + the largest op's scratch"),
+        ("measured peak", st.measured_peak, how),
+    ]
+    out = [f"  {name:18} {'n/a' if b is None else fmt_bytes(b):>11}  {what}"
+           for name, b, what in lines]
+    if st.measured_peak is not None and st.measured_peak > st.expected_peak:
+        out.append(f"  the measured peak is above the expected one by "
+                   f"{fmt_bytes(st.measured_peak - st.expected_peak)}: temporaries NumPy "
+                   f"makes that no op declares")
+    return "\n".join(out)
+
+
+def planner_spread(rows: list[Row]) -> str:
+    """One line: the smallest and largest arena among the sharing planners (with in-place)."""
+    planned = [r for r in rows if r.report is not None and r.options.inplace
+               and r.options.planner != "none" and r.options.colors == 1]
+    if not planned:
+        return ""
+    lo = min(r.report.arena_bytes for r in planned)
+    hi = max(r.report.arena_bytes for r in planned)
+
+    def names(b: int) -> str:
+        return ", ".join(r.label.removesuffix(" + in-place") for r in planned
+                         if r.report.arena_bytes == b)
+
+    if lo == hi:
+        return f"every sharing planner with in-place reaches {fmt_bytes(lo)}"
+    return (f"the sharing planners with in-place range from {fmt_bytes(lo)} ({names(lo)}) to "
+            f"{fmt_bytes(hi)} ({names(hi)}): x{hi / lo:.3f} between the best and the worst")
+
+
+def next_steps(model: str, batch: int | None) -> str:
+    """What to try after the tour (`batch`: the tour's): commands, each with what it shows."""
+    other = "densenet" if model == TOUR_MODEL else TOUR_MODEL
+    batch = batch or 1
+    tries = [
+        (f"minigraph tour --model {other}", "another zoo model (all of them: minigraph models)"),
+        (f"minigraph tour --model {model} --batch {4 * batch}",
+         "a bigger batch: activations and gradients grow, parameters do not"),
+        (f"minigraph plan --model {model} --batch {batch} --planner anneal --time-limit 5",
+         "one planner, searching longer"),
+        ("minigraph lab", "the lessons in JupyterLab: this tour with pictures and a widget "
+                          "(lesson 00), then one technique per lesson"),
+    ]
+    width = max(len(c) for c, _ in tries)
+    return "\n".join(["what to try next:"] + [f"  {c:{width}}  {w}" for c, w in tries])
+
+
+def _row_bar() -> tuple[Any, Any]:
+    """A progress bar over the table's rows (stderr, on a terminal, after a second) and
+    the `progress(i, n, label)` callback that moves it."""
+    bar = progress_bar(None, "planning")
+
+    def progress(i: int, n: int, label: str) -> None:
+        bar.total = n
+        bar.set_description_str(label, refresh=False)
+        bar.update(i - bar.n)
+
+    return bar, progress
+
+
 def tour(model: str | None = None, batch: int | None = None, file: TextIO | None = None,
          time_limit: float = 0.5, device: str = "cpu", run: bool | None = None,
          **model_kw: Any) -> dict[str, Any]:
-    """Print the tour of one zoo model; returns what it printed as data (for tests).
-
-    `run`: run one SGD step (None: only when the step is under MAX_RUN_FLOPS)."""
+    """Print the tour of one zoo model (default `TOUR_MODEL`); returns what it printed as
+    data (for tests). `run`: run one SGD step (None: only when the step is under
+    MAX_RUN_FLOPS). A device that is not there is refused first (DeviceError)."""
     out = file or sys.stdout
 
     def say(s: str = "") -> None:
         print(s, file=out, flush=True)
 
-    name = model or DEFAULT_MODEL
+    device = resolve_device(device)
+    name = model or TOUR_MODEL
     t0 = time.perf_counter()
     m = get_model(name, batch=batch, **model_kw)
     g = m.graph
@@ -111,22 +212,29 @@ def tour(model: str | None = None, batch: int | None = None, file: TextIO | None
         result = ex.run(m.feeds(0), measure=True)
         st = ex.last_stats
         loss = float(result[m.loss])
-        say(f"one SGD step on {ex.device} (lr {m.lr}) in the refcount + in-place arena: "
-            f"loss {loss:.6f}")
-        peak = "n/a" if st.measured_peak is None else fmt_bytes(st.measured_peak)
-        say(f"  arena {fmt_bytes(st.arena_bytes)}, unplanned (inputs, parameters, outputs) "
-            f"{fmt_bytes(st.unplanned_bytes)}, largest workspace "
-            f"{fmt_bytes(st.workspace_bytes)}, measured peak {peak}, "
-            f"{st.seconds * 1000:.1f} ms")
+        say(f"one SGD step on {ex.device} (lr {m.lr}) in the refcount + in-place arena, "
+            f"{st.seconds * 1000:.1f} ms: loss {loss:.6f}")
+        say(run_summary(g, st, ex.device))
 
-    rows = technique_rows(g, time_limit=time_limit)
+    bar, progress = _row_bar()
+    try:
+        rows = technique_rows(g, time_limit=time_limit, progress=progress)
+    finally:
+        bar.close()
     say()
     say(f"memory of the planned tensors (activations and gradients), program order, "
         f"{rows[0].options.alignment}-byte alignment:")
     table = memory_table(g, rows)
     say(table)
+    spread = planner_spread(rows)
+    if spread:
+        say(spread)
     say()
-    say("inputs, parameters, constants and outputs are not reused: "
+    say("inputs, parameters, constants and outputs are not reused (bytes rounded up to the "
+        "alignment): "
         + ", ".join(f"{k} {fmt_bytes(v)}"
                     for k, v in sorted(rows[0].report.unplanned.items()) if v))
-    return {"model": m, "loss": loss, "stats": st, "rows": rows, "table": table}
+    say()
+    say(next_steps(name, m.config.get("batch")))
+    return {"model": m, "loss": loss, "stats": st, "rows": rows, "table": table,
+            "spread": spread}

@@ -3,9 +3,12 @@
 Starts JupyterLab on 127.0.0.1 (a free port, no token) over a temporary copy of the
 lessons, opens 00_tour.ipynb, runs all cells, and checks that the memory widget renders
 (controls, headline, three plots, no "Error displaying widget"), then changes the planner
-control in the page and waits for the headline's numbers to change. Screenshots go to
-test-artifacts/; with MINIGRAPH_UPDATE_SCREENSHOTS=1 the widget's picture is also written
-to docs/tour-widget.png (the README's screenshot).
+control in the page and waits for the headline's numbers to change. Then, for each zoo
+model (one test each: `-k resnet50` runs one), a notebook with `memory_widget(dtr=True)`:
+the model is chosen in the page's dropdown, and DTR must finish at the slider's default
+budget, with the busy bar shown meanwhile and the headline wrapped, not cut. Screenshots
+go to test-artifacts/; with MINIGRAPH_UPDATE_SCREENSHOTS=1 the widget's pictures are also
+written to docs/ (tour-widget.png, the README's screenshot; widget-MODEL.png).
 
 Uses the system Chromium (/usr/bin/chromium); never downloads a browser. Skips with the
 reason when Chromium, Playwright or JupyterLab is missing.
@@ -13,7 +16,9 @@ reason when Chromium, Playwright or JupyterLab is missing.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -55,6 +60,9 @@ def _requirements() -> str | None:
     return None
 
 
+LAB_ROOT: list[Path] = []         # the folder the module's JupyterLab serves
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -63,7 +71,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory):
-    """A JupyterLab server over a copy of lessons/; yields its base URL."""
+    """A JupyterLab server over a copy of lessons/; yields its base URL (its folder is
+    `lab.root`, set on the function, so a test can add a notebook there)."""
     why = _requirements()
     if why:
         pytest.skip(why)
@@ -79,6 +88,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
            "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings")}
     proc, url = None, ""
+    LAB_ROOT[:] = [root]
     try:
         proc, url = _start_lab(root, env, tmp / "lab.log")
         yield url
@@ -181,7 +191,7 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
             widget = page.locator(".mg-memory-widget").first
             widget.scroll_into_view_if_needed()
             for control in ("model", "order", "planner", "inplace", "colors", "alignment",
-                            "dtr", "dtr_budget"):
+                            "color_by", "dtr", "dtr_budget"):
                 expect(widget.locator(f".mg-control-{control}")).to_be_visible()
             for plot in ("timeline", "layout", "comparison"):
                 img = widget.locator(f"img.mg-plot-{plot}")
@@ -195,7 +205,7 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
             # Move the planner control in the page: the headline's numbers must change.
             before = headline.inner_text()
             widget.locator(".mg-control-planner select").select_option("none")
-            widget.locator(".mg-control-inplace input[type=checkbox]").uncheck()
+            widget.locator(".mg-control-inplace select").select_option(label="off")
             expect(headline).not_to_have_text(before, timeout=WAIT_MS)
             expect(headline).to_contain_text("saved 0.0%", timeout=WAIT_MS)
             after = headline.inner_text()
@@ -207,7 +217,7 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
             widget.screenshot(path=str(ARTIFACTS / "tour-widget.png"))
             # Back to a plan that saves memory, for the README's picture.
             widget.locator(".mg-control-planner select").select_option("ge")
-            widget.locator(".mg-control-inplace input[type=checkbox]").check()
+            widget.locator(".mg-control-inplace select").select_option(label="last reader")
             expect(headline).not_to_contain_text("saved 0.0%", timeout=WAIT_MS)
             page.wait_for_timeout(500)
             if os.environ.get("MINIGRAPH_UPDATE_SCREENSHOTS"):
@@ -216,4 +226,111 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
             page.screenshot(path=str(ARTIFACTS / "tour-failure.png"), full_page=True)
             raise
         finally:
+            browser.close()
+
+
+
+def _notebook(path: Path, source: str) -> None:
+    """A one-cell notebook (nbformat 4) at `path`."""
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": source.splitlines(keepends=True)}
+    path.write_text(json.dumps({
+        "cells": [cell], "nbformat": 4, "nbformat_minor": 4,
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                    "name": "python3"}}}))
+
+
+def _run_all(page, url: str) -> None:
+    """Open a notebook, wait for its kernel, then Run > Run All Cells as a student would."""
+    from playwright.sync_api import expect
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=WAIT_MS)
+    expect(page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
+           .first).to_have_attribute("data-status", "idle", timeout=WAIT_MS)
+    _accept_kernel_dialog(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    _accept_kernel_dialog(page)
+
+
+def _shut_down_kernels(page, name: str) -> None:
+    """Stop the kernels of notebook `name` (each test starts one; they would pile up)."""
+    try:
+        page.evaluate("""async (name) => {
+            const m = document.cookie.match(/_xsrf=([^;]+)/);
+            const headers = {'X-XSRFToken': m ? decodeURIComponent(m[1]) : ''};
+            const sessions = await (await fetch('/api/sessions')).json();
+            for (const s of sessions)
+                if (s.path.endsWith(name))
+                    await fetch('/api/sessions/' + s.id, {method: 'DELETE', headers});
+        }""", name)
+    except Exception:
+        pass
+
+
+ZOO = ("mlp", "cnn", "resnet", "resnet50", "transformer", "lstm", "unet", "densenet")
+
+
+@pytest.mark.parametrize("model", ZOO)
+def test_widget_with_dtr_finishes_on_every_zoo_model_at_its_default_budget(
+        lab: str, model: str) -> None:
+    """DTR on, the model chosen in the page: the run at the slider's default budget
+    finishes (no "thrashed", no "below smallest budget"), the busy bar showed meanwhile,
+    and the headline wraps inside the widget rather than being cut."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from minigraph.models import MODELS
+    assert set(ZOO) == set(MODELS), "the zoo changed: update ZOO"
+    name = f"widget_{model}.ipynb"
+    _notebook(LAB_ROOT[0] / name, "import minigraph as mg\n"
+                                  "w = mg.memory_widget('mlp', dtr=True)\nw")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 2600})
+        page.set_default_timeout(WAIT_MS)
+        expect.set_options(timeout=WAIT_MS)
+        try:
+            _run_all(page, f"{lab}/lab/tree/{name}?reset")
+            widget = page.locator(".mg-memory-widget").first
+            caption = widget.locator(".mg-caption")
+            expect(caption).to_contain_text("mlp, batch 8:", timeout=WAIT_MS)
+            if model != "mlp":
+                # Watch the busy class from now on: it must show while the model changes.
+                widget.evaluate("""el => { window.mgBusySeen = false;
+                    new MutationObserver(() => { if (el.classList.contains('mg-busy'))
+                        window.mgBusySeen = true; })
+                    .observe(el, {attributes: true, attributeFilter: ['class']}); }""")
+                widget.locator(".mg-control-model select").select_option(model)
+                expect(caption).to_contain_text(f"{model}, batch 8:", timeout=WAIT_MS)
+                expect(widget).not_to_have_class(re.compile("mg-busy"), timeout=WAIT_MS)
+                assert page.evaluate("window.mgBusySeen"), "no busy bar while switching"
+            headline = widget.locator(".mg-headline")
+            expect(headline).to_contain_text("DTR at")
+            text = headline.inner_text()
+            assert "compute x" in text, text
+            assert "thrashed" not in text and "below smallest budget" not in text, text
+            assert widget.locator(".mg-message").inner_text().strip() == ""
+            assert page.get_by_text("Error displaying widget").count() == 0
+            for plot in ("timeline", "layout", "comparison", "dtr"):
+                img = widget.locator(f"img.mg-plot-{plot}")
+                expect(img).to_be_visible()
+                assert img.evaluate("e => e.naturalWidth") > 100, f"{plot} image is empty"
+            # The headline wraps: nothing hidden to the right, inside the widget's width.
+            box = headline.evaluate("""e => { const r = e.getBoundingClientRect();
+                const c = e.closest('.mg-memory-widget').getBoundingClientRect();
+                return {sw: e.scrollWidth, cw: e.clientWidth, right: r.right,
+                        limit: c.right}; }""")
+            assert box["sw"] <= box["cw"] + 1 and box["right"] <= box["limit"] + 1, box
+            widget.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)         # let the browser paint the new images
+            widget.screenshot(path=str(ARTIFACTS / f"widget-{model}.png"))
+            if os.environ.get("MINIGRAPH_UPDATE_SCREENSHOTS"):
+                widget.screenshot(path=str(ROOT / "docs" / f"widget-{model}.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"widget-{model}-failure.png"),
+                            full_page=True)
+            raise
+        finally:
+            _shut_down_kernels(page, name)
             browser.close()

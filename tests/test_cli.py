@@ -96,23 +96,33 @@ def test_tour_of_resnet50_plans_without_running() -> None:
     assert "25,557,032 values" in text and "theoretical minimum" in text
 
 
-def test_lab_opens_the_tour_notebook_in_jupyter_lab(monkeypatch) -> None:
+def test_lab_runs_the_jupyterlab_of_this_interpreter(monkeypatch) -> None:
+    # `.venv/bin/minigraph lab` with the venv not activated: `jupyter` is not on PATH, the
+    # venv's python has JupyterLab; as root JupyterLab needs --allow-root to start.
+    nb = Path("lessons") / "00_tour.ipynb"
+    assert cli.lab_command(nb, python="/v/bin/python", root=False) == [
+        "/v/bin/python", "-m", "jupyterlab", str(nb)]
+    assert cli.lab_command(nb, python="/v/bin/python", root=True) == [
+        "/v/bin/python", "-m", "jupyterlab", "--allow-root", str(nb)]
     seen = []
-    monkeypatch.setattr(cli.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setenv("PATH", "")                      # no `jupyter` anywhere on PATH
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: object())
     monkeypatch.setattr(cli.subprocess, "call", lambda args: seen.append(args) or 0)
     assert cli.main(["lab"]) == 0
     (args,) = seen
-    assert args[:2] == ["/usr/bin/jupyter", "lab"]
-    assert args[2].endswith("lessons/00_tour.ipynb") or args[2].endswith("lessons\\00_tour.ipynb")
+    assert args[:3] == [sys.executable, "-m", "jupyterlab"]
+    assert ("--allow-root" in args) == (os.geteuid() == 0)
+    assert Path(args[-1]).parts[-2:] == ("lessons", "00_tour.ipynb")
 
 
 def test_lab_explains_what_is_missing(monkeypatch, capsys) -> None:
     assert cli.main(["lab", "no_such_notebook.ipynb"]) == 2
     assert "not found" in capsys.readouterr().err
-    monkeypatch.setattr(cli.shutil, "which", lambda name: None)
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: None)
     if (ROOT / "lessons" / "00_tour.ipynb").exists():
         assert cli.main(["lab"]) == 2
-        assert "pip install 'minigraph[lab]'" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "pip install 'minigraph[lab]'" in err and sys.executable in err
 
 
 # --- a user's mistake: one line, exit 2, never a silently replaced value (issue 15) ---------
@@ -243,3 +253,96 @@ def test_valid_cli_input_still_plans(tmp_path, capsys) -> None:
     assert r.returncode == 0, r.stderr
     r = in_process(capsys, "plan", str(path))                   # no --alignment: 1 for CSV
     assert r.returncode == 0 and "alignment 1" in r.stdout
+
+
+# --- issue 16: the tour's errors, its default model, its explanations, progress bars -----
+
+def test_tour_mistakes_print_one_line_exit_2_and_nothing_else() -> None:
+    # Through a real process: the exit status a shell sees, no traceback, and no half
+    # printed tour on stdout (the device is checked before anything is built).
+    cases = [(("tour", "--model", "nope"), "invalid choice: 'nope'"),
+             (("tour", "--batch", "0"), "'0' must be >= 1"),          # was a NaN loss
+             (("tour", "--batch", "-3"), "'-3' must be >= 1")]
+    from minigraph.backend import gpu_available
+    if not gpu_available():
+        cases.append((("tour", "--device", "gpu"), "CuPy with a CUDA device is not available"))
+    for argv, words in cases:
+        r = run_cli(*argv)
+        assert_one_line_exit_2(r, "minigraph tour: error", words)
+        assert r.stdout == "", (argv, r.stdout)
+
+
+def test_the_tour_starts_on_a_model_where_the_planners_differ() -> None:
+    from minigraph.tour import TOUR_MODEL, tour
+    buf = io.StringIO()
+    res = tour(file=buf, time_limit=0.1)
+    text = buf.getvalue()
+    assert res["model"].name == TOUR_MODEL
+    arenas = {r.label: r.report.arena_bytes for r in res["rows"] if r.report is not None}
+    sharing = {arenas[k] for k in ("ge + in-place", "bestfit + in-place",
+                                   "greedy-size + in-place", "ge-max + in-place")}
+    assert len(sharing) >= 3, arenas            # not a tie: the techniques differ
+    lo, hi = min(sharing), max(sharing)
+    assert f"x{hi / lo:.3f} between the best and the worst" in res["spread"] in text
+    for words in ("measured peak", "largest workspace", "expected peak", "tracemalloc",
+                  "what to try next:", "minigraph lab", "--model densenet"):
+        assert words in text, words
+    st = res["stats"]
+    assert st.expected_peak == st.arena_bytes + st.unplanned_bytes + st.op_temporaries
+    from minigraph.graph import fmt_bytes
+    assert fmt_bytes(st.measured_peak) in text and fmt_bytes(st.expected_peak) in text
+
+
+def test_a_plan_below_the_theoretical_minimum_row_is_explained() -> None:
+    # On the LSTM in-place lowers the minimum: a row with in-place sits below the
+    # "theoretical minimum" row, and the footer says why and which minimum applies.
+    from minigraph.tour import tour
+    buf = io.StringIO()
+    res = tour("lstm", file=buf, time_limit=0.1, run=False)
+    reports = [r for r in res["rows"] if r.report is not None]
+    plain = next(r.report for r in reports if not r.options.inplace).theoretical_minimum
+    fused = next(r.report for r in reports if r.options.inplace).theoretical_minimum
+    assert fused < plain
+    below = [r for r in reports if r.report.arena_bytes < plain]
+    assert below and all(r.options.inplace for r in below)
+    assert all(r.report.arena_bytes >= fused for r in below)
+    assert (f"a row with in-place can go below the minimum without it ({plain:,} B), never "
+            f"below its own ({fused:,} B)") in res["table"]
+    assert "x minimum: arena / the minimum that applies to the row" in res["table"]
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bars_draw_on_a_terminal_after_a_second_only() -> None:
+    import time
+
+    from minigraph.experiments.plan_cli import PROGRESS_DELAY, progress_bar, ticking
+    quiet = io.StringIO()                       # not a terminal: nothing, however long
+    with ticking("anneal", 2.0, file=quiet, tick=0.05):
+        time.sleep(PROGRESS_DELAY + 0.3)
+    assert quiet.getvalue() == ""
+    quick = FakeTerminal()                      # a terminal, quick work: nothing
+    with ticking("anneal", 2.0, file=quick, tick=0.05):
+        time.sleep(0.2)
+    assert quick.getvalue() == ""
+    slow = FakeTerminal()                       # a terminal, over a second: a bar
+    with ticking("anneal", 2.0, file=slow, tick=0.05) as bar:
+        bar.ncols = 80
+        time.sleep(PROGRESS_DELAY + 0.4)
+    assert "anneal:" in slow.getvalue() and "/2.0 s" in slow.getvalue()
+    assert progress_bar(3, "x", file=io.StringIO()).disable
+
+
+def test_a_long_plan_keeps_stdout_clean(tmp_path) -> None:
+    # Over a second of annealing in a process whose stderr is a pipe: no bar anywhere.
+    path = tmp_path / "p.csv"
+    path.write_text("id,lower,upper,size\n" + "".join(
+        f"b{i},{i % 17},{i % 17 + 3 + i % 5},{64 + 8 * (i % 13)}\n" for i in range(200)))
+    r = run_cli("plan", str(path), "--planner", "anneal", "--time-limit", "1.2")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    assert r.stdout.splitlines()[0] == f"{path}: planner anneal, alignment 1"
+    assert all("\r" not in line and "|" not in line for line in r.stdout.splitlines())

@@ -202,3 +202,46 @@ def test_a_graph_displays_as_its_drawing_in_ipython() -> None:
         assert "image/svg+xml" in data or "digraph" in data.get("text/plain", "")
     finally:
         InteractiveShell.clear_instance()
+
+
+def _points(attr: str) -> list[tuple[float, float]]:
+    return [tuple(map(float, p.split(","))) for p in attr.split()]
+
+
+@pytest.mark.parametrize("branches", [1, 12])
+def test_the_legend_fits_the_rendered_drawing(branches: int) -> None:
+    """Issue 16 point 12: lesson 01's training step (and a wide graph) render no wider than
+    MAX_WIDTH, so a notebook, which shows an SVG at its own size and clips the right edge,
+    shows the legend; the legend's box lies inside the drawing's own background."""
+    import shutil
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz's dot is not installed")
+    with mg.name_scope():           # lesson 01, section 4
+        x = mg.input("x", (4, 3))
+        W = mg.param("W", (3, 2))
+        h = x @ W
+        for k in range(branches - 1):          # parallel branches widen the drawing
+            h = h + mg.sigmoid(x @ mg.param(f"V{k}", (3, 2)))
+        loss = mg.mean(mg.sigmoid(h) * h)
+        step = mg.training_graph(loss, [W], lr=0.5)
+    natural = draw_module.render_svg(mg.draw(step, width=None).source)
+    svg = draw_module.render_svg(mg.draw(step).source)
+    width = float(re.search(r'<svg width="([\d.]+)pt"', svg).group(1))
+    view = [float(v) for v in re.search(r'viewBox="([^"]+)"', svg).group(1).split()]
+    assert width <= draw_module.MAX_WIDTH * 72 + 1
+    assert view[2] == pytest.approx(width, abs=1)
+    natural_width = float(re.search(r'<svg width="([\d.]+)pt"', natural).group(1))
+    if branches > 1:
+        assert natural_width > draw_module.MAX_WIDTH * 72, "the wide case is wide"
+    background = _points(re.search(r'<polygon fill="white" stroke="[^"]+" points="([^"]+)"',
+                                   svg).group(1))
+    legend = re.search(r"<title>cluster_legend</title>\s*<(?:path|polygon)[^>]*"
+                       r'(?:points|d)="([^"]+)"', svg).group(1)
+    xs = [float(v) for v in re.findall(r"-?[\d.]+", legend)[0::2]]
+    bx = [p[0] for p in background]
+    assert min(bx) <= min(xs) and max(xs) <= max(bx), "the legend is inside the drawing"
+
+
+def test_draw_refuses_a_width_that_is_not_positive() -> None:
+    with pytest.raises(mg.MinigraphError, match="-1"):
+        mg.draw(step_graph(), width=-1)

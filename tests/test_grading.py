@@ -485,6 +485,239 @@ def test_command_line_exit_status(tmp_path, capsys) -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# A student's file is imported and run only in a child process: forging the grader,
+# exiting, hanging or sending garbage scores 0 with the reason, and exits 1
+# ---------------------------------------------------------------------------------------
+
+FORGED_A2 = """
+import minigraph.grading.planner as planner
+planner.validity_problem = lambda case, offsets: ""     # the grader's checks, replaced
+planner.execution_problem = lambda case, offsets: ""
+
+def my_planner(buffers):
+    return {b.id: 0 for b in buffers}                   # every buffer at offset 0
+"""
+HIDDEN_A2 = """
+import importlib
+grading = importlib.import_module("minigraph." + "grading.planner")
+exec("grading.validity_problem = lambda case, offsets: ''")   # out of the source's sight
+
+def my_planner(buffers):
+    return {b.id: 0 for b in buffers}
+"""
+BYPASS_A2 = """
+exec(\"\"\"
+import minigraph.grading.sandbox as s, minigraph.grading.planner as p
+s.changed_names = lambda *a, **k: []                 # the detector, switched off first
+p.validity_problem = lambda case, offsets: ''
+p.execution_problem = lambda case, offsets: ''
+\"\"\")
+
+def my_planner(buffers):
+    return {b.id: 0 for b in buffers}
+"""
+HONEST_A2 = """
+def my_planner(buffers):
+    return {b.id: 0 for b in buffers}
+"""
+EXITS_A2 = "import os\nos._exit(0)\n\ndef my_planner(buffers):\n    return {}\n"
+HANGS_A2 = "while True:\n    pass\n\ndef my_planner(buffers):\n    return {}\n"
+GARBAGE_A2 = """
+import os
+for fd in range(3, 12):          # wherever the answers go: write garbage there first
+    try:
+        os.write(fd, b"{not json\\n")
+    except OSError:
+        pass
+
+def my_planner(buffers):
+    return {b.id: 0 for b in buffers}
+"""
+
+
+def _submission(tmp_path: Path, code: str, fmt: str, stem: str = "sub") -> Path:
+    """`code` as a .py, or as the solution cell of the A2 notebook."""
+    if fmt == "py":
+        path = tmp_path / f"{stem}.py"
+        path.write_text(code)
+        return path
+    nb = json.loads((ASSIGN / "A2_planner.ipynb").read_text())
+    cells = [c for c in nb["cells"] if "solution" in c.get("metadata", {}).get("tags", [])]
+    assert len(cells) == 1
+    cells[0]["source"] = code
+    path = tmp_path / f"{stem}.ipynb"
+    path.write_text(json.dumps(nb))
+    return path
+
+
+@pytest.fixture(scope="module")
+def graph_plan_cases():
+    return [c for c in planner_cases() if c.graph is not None][:3]
+
+
+@pytest.mark.parametrize("fmt", ["py", "ipynb"])
+@pytest.mark.parametrize("kind, code, reason", [
+    ("forged", FORGED_A2, "changes minigraph itself ("),
+    ("hidden", HIDDEN_A2, "changes minigraph itself (it replaced "
+                          "minigraph.grading.planner.validity_problem"),
+    ("exits", EXITS_A2, "ended while loading your file (exit code 0"),
+    ("hangs", HANGS_A2, "loading your file did not finish within"),
+    ("garbage", GARBAGE_A2, "sent garbage"),
+], ids=["forged", "hidden", "exits", "hangs", "garbage"])
+def test_a_submission_cannot_fool_the_grader(kind, code, reason, fmt, tmp_path,
+                                             graph_plan_cases, monkeypatch) -> None:
+    if kind == "hangs":    # the load limit is 60 s x the scale: 3 s here
+        monkeypatch.setenv("MINIGRAPH_TIME_SCALE", "0.05")
+    path = _submission(tmp_path, code, fmt)
+    t0 = time.perf_counter()
+    report = grade("a2", path, cases=graph_plan_cases, leaderboard=False, shrink=False)
+    assert report.score == 0 and report.n_passed == 0 and not report.full_marks
+    text = report.summary()
+    assert reason in text, text
+    assert report.status.startswith("not graded:"), text
+    if kind == "forged":   # the line at fault, numbered in a .py file
+        line = "line 3: " if fmt == "py" else "("
+        assert f"{line}planner.validity_problem = lambda" in text, text
+    assert time.perf_counter() - t0 < 120
+
+
+def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) -> None:
+    # The issue's submission (the grader's checks replaced, every buffer at offset 0) used
+    # to score 100/100: now it is caught and scores 0. One that switches the detector off
+    # first is not caught, and still gains nothing: the checks run in the grader's process,
+    # so it scores what the same planner scores honestly.
+    from minigraph.grading.__main__ import main
+    scores = {}
+    for stem, code in (("forged", FORGED_A2), ("bypass", BYPASS_A2), ("honest", HONEST_A2)):
+        out = tmp_path / f"{stem}.json"
+        rc = main(["a2", str(_submission(tmp_path, code, "py", stem)), "--quiet",
+                   "--gradescope", str(out)])
+        assert rc == 1
+        results = json.loads(out.read_text())
+        scores[stem] = results["score"]
+        _assert_gradescope_format(results)
+    assert scores["forged"] == 0
+    assert 0 < scores["bypass"] == scores["honest"] < 10
+    printed = capsys.readouterr().out
+    assert "changes minigraph itself" in printed and "the validator rejects the plan" in printed
+
+
+@pytest.mark.parametrize("code, reason", [
+    (EXITS_A2, "exit code 0"),
+    (HANGS_A2, "did not finish within"),
+], ids=["exits", "hangs"])
+def test_exiting_and_hanging_files_exit_1_with_a_report(code, reason, tmp_path, capsys,
+                                                        monkeypatch) -> None:
+    from minigraph.grading.__main__ import main
+    monkeypatch.setenv("MINIGRAPH_TIME_SCALE", "0.05")
+    out = tmp_path / "results.json"
+    assert main(["a2", str(_submission(tmp_path, code, "py")), "--quiet",
+                 "--gradescope", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert "score 0.0/100 (not graded:" in printed and reason in printed, printed
+    results = json.loads(out.read_text())
+    _assert_gradescope_format(results)
+    assert results["score"] == 0 and all(t["score"] == 0 for t in results["tests"])
+    assert reason in results["tests"][0]["output"]
+
+
+@pytest.mark.parametrize("code, caught", [
+    ("import minigraph.grading.planner as P\nP.validity_problem = None\n", "line 2"),
+    ("from minigraph.grading import planner\nsetattr(planner, 'x', 1)\n", "line 2"),
+    ("import sys\nsys.modules['minigraph.grading'].check_planner = None\n", "line 2"),
+    ("import minigraph\nvars(minigraph.grading.planner)['x'] = 1\n", "line 2"),
+    ("import importlib\nm = importlib.import_module('minigraph.memory')\ndel m.plan\n", "line 3"),
+    ("from minigraph.grading.planner import validity_problem\nvalidity_problem = 1\n", None),
+    ("import minigraph as mg\ng = mg.Graph([])\ng.name = 'mine'\nd = {}\nd['k'] = 1\n", None),
+], ids=["attribute", "setattr", "sys.modules", "vars", "import_module", "local", "own"])
+def test_the_source_check_finds_changes_to_minigraph_and_only_those(code, caught) -> None:
+    from minigraph.grading.tamper import source_tampering
+    found = source_tampering(code)
+    assert (found is None) if caught is None else found.startswith(caught), found
+
+
+def _assert_gradescope_format(results: dict) -> None:
+    """Gradescope's results.json: a score, and tests with name, score, max_score, output."""
+    assert isinstance(results["score"], (int, float))
+    assert results["tests"]
+    for t in results["tests"]:
+        assert isinstance(t["name"], str) and isinstance(t["output"], str)
+        assert 0 <= t["score"] <= t["max_score"]
+    assert sum(t["score"] for t in results["tests"]) == pytest.approx(results["score"],
+                                                                      abs=0.01)
+    assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100, abs=0.01)
+
+
+def test_gradescope_results_of_the_reference(tmp_path) -> None:
+    from minigraph.grading.__main__ import main
+    out = tmp_path / "results.json"
+    assert main(["a1", "--quiet", "--gradescope", str(out)]) == 0
+    results = json.loads(out.read_text())
+    _assert_gradescope_format(results)
+    assert results["score"] == 100 and all(t["status"] == "passed" for t in results["tests"])
+
+
+def test_forged_eviction_choices_are_replayed_and_rejected(tmp_path, chain_cases) -> None:
+    # A3 runs the student's heuristic in the child, which sends back only its eviction
+    # choices; the grader replays them in its own runtime. A child that replaces the
+    # recording to claim a perfect run with no evictions fails every case (even one that
+    # first switches off the check for changes to minigraph, out of the source's sight).
+    path = tmp_path / "forged_a3.py"
+    path.write_text(
+        'exec("""\n'
+        "import minigraph.grading.sandbox as s, minigraph.grading.heuristic as h\n"
+        "s.changed_names = lambda *a, **k: []\n"
+        "h.record_choices = lambda student, spec: {'choices': [], 'overhead': 1.0}\n"
+        "h.judge_run = lambda case, out: None\n"
+        '""")\n'
+        "def my_heuristic(t, now):\n    return 0.0\n")
+    report = grade("a3", path, cases=chain_cases)
+    assert report.score == 0 and report.status == "graded"
+    assert "do not replay" in report.first_failure.message
+    assert "needed more than the 0 eviction choices" in report.first_failure.message
+
+
+def test_replayed_choices_must_be_candidates_and_not_pinned(my_heuristic, chain_cases) -> None:
+    from minigraph.grading.heuristic import case_spec, record_choices, replay_choices
+    case = chain_cases[-1]
+    choices = record_choices(my_heuristic, case_spec(case))["choices"]
+    assert replay_choices(case, choices)["overhead"] > 1
+    named = [k for k, c in enumerate(choices) if c is not None]
+    bad = list(choices)
+    bad[named[0]] = "no-such-tensor"
+    assert "not a candidate" in replay_choices(case, bad)["message"]
+    assert "came back, the run used" in replay_choices(case, choices + ["x"])["message"]
+    assert replay_choices(case, [1, 2])["fault"] == "replay"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_AS is POSIX")
+def test_the_submission_runs_under_a_memory_limit(tmp_path) -> None:
+    from minigraph.grading.sandbox import MEMORY_LIMIT
+    path = tmp_path / "sub.py"
+    path.write_text("import resource\n"
+                    "def my_planner(buffers):\n"
+                    "    print('RLIMIT_AS', resource.getrlimit(resource.RLIMIT_AS)[0])\n")
+    case = BufferCase("one", [Buffer("a", 0, 1, 8)])
+    report = grade("a2", path, cases=[case], leaderboard=False, shrink=False)
+    assert f"RLIMIT_AS {MEMORY_LIMIT}" in report.cases[0].printed
+    assert "got None" in report.cases[0].message
+
+
+def test_wire_format_round_trips_and_refuses_garbage() -> None:
+    from minigraph.errors import GradingError
+    from minigraph.grading.runner import Garbage
+    from minigraph.grading.sandbox import from_wire, outcome_from_wire, to_wire
+    value = ({"a": (0, 1, 512), 3: [1.5, None, True], ("x", 1): "s"}, 7,
+             Garbage("generator", "<gen>"), float("inf"))
+    assert from_wire(json.loads(json.dumps(to_wire(value)))) == value
+    for bad in ({"x": 1}, {"d": [[[], 1]]}, {"t": 3}, {"g": [1, 2]}):
+        with pytest.raises(GradingError):
+            from_wire(bad)
+    with pytest.raises(GradingError):
+        outcome_from_wire({"status": "perfect", "value": 1})
+
+
+# ---------------------------------------------------------------------------------------
 # Property tests (hypothesis): the judge agrees with the validator on any buffer list
 # ---------------------------------------------------------------------------------------
 

@@ -283,3 +283,111 @@ def test_handovers_of_a_plan_without_its_graph_cannot_be_checked():
         hand_made.validate()
     hand_made.validate(g)                               # with it: every pair keeps the rule
     assert same_run(g, mg.plan_memory(g, ONE))
+
+
+# --- the strict rule: the op is the input's only reader (issue 16, point 4) -------------------
+# MXNet's design note [Chen 2016] says out-degree 1, the GE blog [Huawei GE] a unique consumer;
+# nnvm (and `inplace=True`) asks only that the op be the input's last reader.
+
+STRICT = ONE.replace(inplace="strict")
+
+STRICT_EXAMPLES = {
+    "sigmoid_chain": lambda: examples.sigmoid_chain(3, shape=(16, 16)),
+    "counterexample": lambda: examples.inplace_counterexample((16, 16)),
+    "counterexample_f_first": lambda: examples.inplace_counterexample((16, 16), f_first=True),
+    "mlp2": lambda: examples.two_layer_mlp(batch=8, n_in=32, hidden=16, classes=4)[0],
+    "cnn_block": lambda: examples.cnn_block(image=32, channels=8),
+    "branchy": lambda: examples.branchy(3, 3),
+    "mlp_training": lambda: examples.mlp_training(depth=3, width=8, batch=4),
+}
+
+
+def test_strict_rule_refuses_the_counterexample_pair_the_last_reader_rule_takes():
+    g = examples.inplace_counterexample()                 # B read by C, then by F
+    live = mg.liveness(g, alignment=1)
+    assert ("B", "F") in inplace_pairs(g, live)           # F is B's last reader
+    strict = inplace_pairs(g, live, rule="strict")
+    assert not [p for p in strict if p[0] == "B"]         # B has two readers: no one takes it
+    assert strict == [("C", "G")]                         # G is C's only reader
+    report = mg.plan_memory(g, STRICT)
+    assert report.plan.inplace == strict and report.plan.inplace_rule == "strict"
+    assert report.plan.offsets["F"] != report.plan.offsets["B"]
+    # the strict verdict does not depend on the schedule; last-reader's does
+    f_first = examples.inplace_counterexample(f_first=True)
+    live_f = mg.liveness(f_first, alignment=1)
+    assert inplace_pairs(f_first, live_f, rule="strict") == strict
+    assert ("B", "C") in inplace_pairs(f_first, live_f)
+
+
+def test_last_reader_handover_is_a_parallel_hazard_and_strict_has_none():
+    # C and F both read B and the graph does not order them: run at once, F would write
+    # over B while C reads it. With no sharing besides the hand-overs (planner "none"),
+    # every hazard is an in-place one.
+    g = examples.inplace_counterexample()
+    loose = mg.plan_memory(g, ONE.replace(planner="none"))
+    assert loose.plan.parallel_hazards(g) == [("B", "F")]
+    for name, build in STRICT_EXAMPLES.items():
+        g = build()
+        plan = mg.plan_memory(g, STRICT.replace(planner="none")).plan
+        assert plan.parallel_hazards(g) == [], name
+
+
+def test_the_plan_records_its_rule_and_the_validator_checks_that_rule():
+    g = examples.inplace_counterexample()
+    assert mg.plan_memory(g, ONE).plan.inplace_rule == "last-reader"
+    assert mg.plan_memory(g, ONE.replace(inplace=False)).plan.inplace_rule is None
+    loose = mg.plan_memory(g, ONE).plan
+    loose.validate(g)                                     # B -> F keeps the last-reader rule
+    loose.inplace_rule = "strict"                         # ... not the strict one
+    with pytest.raises(mg.PlanError, match=r"B -> F is refused \(strict rule\): B has 2 "
+                                           r"readers \(C, F\)"):
+        loose.validate(g)
+    with pytest.raises(mg.PlanError, match="strict rule"):
+        mg.Executor(g, loose)
+
+
+@pytest.mark.parametrize("name", sorted(STRICT_EXAMPLES))
+@pytest.mark.parametrize("planner", ["none", "refcount"])
+def test_strict_arena_run_equals_the_unplanned_run(name, planner):
+    g = STRICT_EXAMPLES[name]()
+    report = mg.plan_memory(g, STRICT.replace(planner=planner, alignment=8))
+    report.plan.validate(g)
+    feeds = random_feeds(g)
+    plain = mg.Executor(g).run(feeds)
+    for _ in range(2):                                    # and again: nothing leaks
+        assert bytes_equal(plain, mg.Executor(g, report.plan).run(feeds))
+
+
+def test_strict_rule_still_hands_over_chains():
+    # the sigmoid chain: each of B, C has one reader, so the chain still needs one buffer
+    report = mg.plan_memory(examples.sigmoid_chain(3), STRICT)
+    assert report.plan.inplace == [("B", "C"), ("C", "D")] and report.arena_bytes == 128
+    # the CNN block: conv1_out is read by ReLU only
+    cnn = mg.plan_memory(examples.cnn_block(image=32, channels=8), STRICT)
+    assert cnn.plan.inplace == [("conv1_out", "relu1_out")]
+
+
+# --- the GE blog's CNN block [Huawei GE]: ReLU in place, the pool output apart -------------
+
+def test_blog_cnn_block_right_figures_with_and_without_the_input_held():
+    from minigraph.memory import merge_inplace, theoretical_minimum
+    from minigraph.memory.instances import blog_cnn_layout, cnn_block_buffers
+    from minigraph.memory.planners import plan_buffers
+    g = examples.cnn_block()
+    inp, conv, pool = 602_112, 3_211_264, 802_816            # float32 bytes
+    peaks = {}
+    for held in (True, False):
+        bufs, pairs = cnn_block_buffers(g, hold_input=held)
+        assert sum(b.size for b in bufs) == inp + 2 * conv + pool == 7_827_456
+        merged, group = merge_inplace(bufs, pairs)
+        _, placed = plan_buffers(merged, "refcount", 1)
+        validate_offsets(bufs, {t: placed.offsets[b] for t, b in group.items()},
+                         handovers=pairs)
+        peaks[held] = placed.arena_bytes
+        assert peaks[held] == theoretical_minimum(merged)
+    assert peaks == {True: inp + conv + pool, False: conv + pool}   # 4.62 / 4.01 MB
+    buffers, offsets, handovers = blog_cnn_layout(g)                # the blog's 3.35 MB
+    with pytest.raises(mg.PlanError, match="relu1_out .* pool1_out .* step 2"):
+        validate_offsets(buffers, offsets, handovers=handovers)
+    with pytest.raises(mg.PlanError, match="no tensor 'input_0'"):
+        cnn_block_buffers(examples.sigmoid_chain(3))

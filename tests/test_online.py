@@ -346,7 +346,8 @@ def test_compare_allocators_has_every_kind_of_row(small_graph):
     rows = compare_allocators(small_graph, planners=["refcount", "greedy-size"])
     methods = [r.method for r in rows]
     assert methods[0] == "no reuse" and methods[-1] == "minimum"
-    for m in ("first-fit", "best-fit", "caching", "gmlake", "refcount", "greedy-size"):
+    for m in ("first-fit", "best-fit", "caching", "expandable", "expandable-2m", "gmlake",
+              "refcount", "greedy-size"):
         assert m in methods
     minimum = rows[-1].reserved
     assert minimum == liveness(small_graph).theoretical_minimum()
@@ -355,6 +356,8 @@ def test_compare_allocators_has_every_kind_of_row(small_graph):
     by = {r.method: r for r in rows}
     assert by["gmlake"].reserved <= by["caching"].reserved
     assert "| gmlake |" in format_rows(rows)
+    assert by["expandable"].pages is not None and by["caching"].pages is None
+    assert f"{by['expandable'].device_calls} ({by['expandable'].pages} pages)" in format_rows(rows)
 
 
 def test_compare_allocators_takes_dtr_runs_and_plans_them_offline():

@@ -33,7 +33,11 @@ def small_graph() -> mg.Graph:
     ({"planner_args": [("seed", 1)]}, "planner_args must be a dict"),
     ({"planner_args": None}, "planner_args must be a dict"),
     ({"planner_args": {1: 2}}, "planner_args must be a dict of option name"),
-    ({"inplace": "yes"}, "inplace must be True or False, not 'yes'"),
+    ({"inplace": "yes"}, "inplace must be True, False or a rule ('last-reader', 'strict'), "
+                         "not 'yes'"),
+    ({"inplace": "STRICT"}, "not 'STRICT'"),
+    ({"inplace": 1}, "inplace must be True, False or a rule"),
+    ({"inplace": None}, "not None"),
     ({"planner": None}, "planner must be a name"),
 ])
 def test_options_refuse_a_bad_value_when_made_and_name_it(kw, words):
@@ -60,6 +64,10 @@ def test_valid_options_are_kept_as_given():
     o = mg.MemoryOptions(alignment=np.int64(256), colors=np.int32(2))
     assert (o.alignment, o.colors) == (256, 2) and type(o.alignment) is int
     assert mg.MemoryOptions(inplace=np.bool_(True)).inplace is True
+    assert mg.MemoryOptions(inplace="last-reader") == mg.MemoryOptions(inplace=True)
+    assert mg.MemoryOptions(inplace="strict").inplace == "strict"
+    assert [mg.MemoryOptions(inplace=v).inplace_rule for v in (False, True, "strict")] == \
+        [None, "last-reader", "strict"]
     for order in ORDERS:
         assert mg.MemoryOptions(order=order).order == order
     g = small_graph()
@@ -93,3 +101,29 @@ def test_rewire_refuses_an_input_index_the_node_does_not_have():
         with pytest.raises(GraphError, match=rf"rewire {add.name}: no input .*it has 2"):
             g.rewire(add.name, bad, add.inputs[0])
     assert g.rewire(add.name, np.int64(0), add.inputs[0]).node(add.name).inputs == add.inputs
+
+
+def test_an_unknown_inplace_rule_is_refused_by_the_plan_and_the_rule_functions():
+    from minigraph.memory.inplace import inplace_pairs, inplace_refusal
+    g = small_graph()
+    plan = mg.plan_memory(g, mg.MemoryOptions(planner="refcount", alignment=1,
+                                              inplace=True)).plan
+    live = plan.liveness
+    with pytest.raises(PlanError, match="unknown in-place rule 'loose'"):
+        inplace_pairs(g, live, rule="loose")
+    with pytest.raises(PlanError, match="unknown in-place rule 'loose'"):
+        inplace_refusal(g, live, *plan.inplace[0], rule="loose")
+    plan.inplace_rule = "loose"
+    with pytest.raises(PlanError, match="unknown in-place rule 'loose'"):
+        plan.validate(g)
+    plan.inplace_rule = None                      # hand-overs, but made "without in-place"
+    with pytest.raises(PlanError, match="in-place rule is None"):
+        plan.validate(g)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2", None])
+def test_refcount_refuses_a_bad_match_range_and_names_it(bad):
+    from minigraph.memory.instances import ge_worked_example
+    from minigraph.memory.planners import plan_buffers
+    with pytest.raises(PlanError, match=f"match_range must be an integer >= 0, not {bad!r}"):
+        plan_buffers(ge_worked_example(), "refcount", 1, match_range=bad)

@@ -222,3 +222,41 @@ def test_a_node_limit_is_a_count(bad):
     with pytest.raises(PlanError, match="node_limit") as err:
         plan_search(random_buffers(10, seed=0), node_limit=bad)
     assert repr(bad) in str(err.value)
+
+
+def test_table_entries_counts_the_tables_without_building_them():
+    # By hand: [0,2], [1,3], [4,4]. One pair alive together (two overlap-list entries);
+    # sections cut at 0, 1, 3, 4, 5: the first buffer lives in 2, the second in 2, the
+    # third in 1 -> 2 + 5 = 7 entries.
+    from minigraph.memory.planners.search import table_entries
+    bufs = [Buffer(0, 0, 2, 8), Buffer(1, 1, 3, 8), Buffer(2, 4, 4, 8)]
+    assert table_entries(bufs) == 7
+    bufs = random_buffers(300, seed=5)
+    p = Problem(bufs)
+    assert table_entries(bufs) == sum(map(len, p.overlaps)) + sum(map(len, p.members))
+
+
+def test_a_problem_too_big_for_the_time_left_keeps_the_start_plan_and_says_so():
+    from minigraph.memory.planners import search
+    bufs = hard_instance(3000, 1 << 20, 6000, seed=0)
+    rate = search.TABLE_ENTRIES_PER_SECOND
+    search.TABLE_ENTRIES_PER_SECOND = 1        # as if the tables were built very slowly
+    try:
+        t0 = time.perf_counter()
+        placed = plan_search(bufs, time_limit=30.0)
+    finally:
+        search.TABLE_ENTRIES_PER_SECOND = rate
+    assert time.perf_counter() - t0 < 30.0
+    assert "plan kept" in placed.note and "the search's tables would hold" in placed.note
+    bestfit = plan_buffers(bufs, "bestfit", 1)[1].arena_bytes
+    assert placed.arena_bytes <= bestfit
+
+
+def test_at_scale_a_start_at_the_minimum_is_returned_at_once():
+    from minigraph.memory.instances import realistic_buffers
+    bufs = realistic_buffers(6000, seed=1)
+    for name in ("search", "anneal"):
+        aligned, placed = plan_buffers(bufs, name, 1, time_limit=20.0)
+        assert placed.arena_bytes == theoretical_minimum(bufs), placed.note
+        assert "optimal" in placed.note, placed.note
+        assert "0 moves" in placed.note or "0 nodes" in placed.note

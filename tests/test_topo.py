@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from graphgen import random_graph
 
 import minigraph as mg
 from minigraph.graph import add_control_deps, name_scope
@@ -11,6 +12,7 @@ from minigraph.memory.liveness import check_schedule
 from minigraph.memory.orders import ORDERS
 from minigraph.memory.planners import options_for
 from minigraph.memory.topo import BEST_OF, ge_adjust
+from minigraph.models import get_model, named
 
 ORDER_NAMES = ["program", "bfs", "dfs", "rdfs", "ge", "memory", "best"]
 
@@ -169,3 +171,111 @@ def test_plan_memory_validates_with_every_order_and_every_planner(order):
                                                   inplace=inplace, planner_args=args))
             report.plan.validate()
             assert report.arena_bytes >= report.theoretical_minimum
+
+
+# ---------------------------------------------------------------------------------------
+# The CANN article's own examples [Huawei GE, §2]: figure 10 (left or right branch first)
+# and figure 11 (GE's adjustment), with the dynamic rule's L1 and L2. Lesson 05 builds
+# the same graphs.
+# ---------------------------------------------------------------------------------------
+
+B_LARGE = {"A": 1, "B": 1024, "C": 1, "D": 1024, "E": 1}
+A_LARGE = {"A": 1024, "B": 1, "C": 1, "D": 1024, "E": 1}
+BIG = 8 * 1024 * 4                        # a 1024-column tensor of 8 float32 rows
+
+
+def article_graph(cols, a_is_variable=False, f_reads_a=False, late_reader=False) -> mg.Graph:
+    """Figure 10: A feeds B (left, built first) and C -> D -> E (right); F = concat(E, B)."""
+    with name_scope():
+        if a_is_variable:
+            A = mg.param("A", (8, cols["A"]))
+        else:
+            A = named(mg.relu(mg.input("x", (8, cols["A"]))), "A")
+
+        def layer(t, name):
+            return named(t @ mg.param("W" + name, (t.shape[1], cols[name])), name)
+
+        B = layer(A, "B")
+        E = layer(layer(layer(A, "C"), "D"), "E")
+        F = named(mg.concat([E, B, A] if f_reads_a else [E, B], axis=1), "F")
+        return mg.Graph([F, named(mg.sum(A), "G")] if late_reader else [F])
+
+
+def lives(graph, sched) -> dict[str, tuple[int, int]]:
+    """Planned lives counted from 1, as the article counts steps."""
+    live = liveness(graph, sched, alignment=1)
+    return {iv.name: (iv.start + 1, iv.end + 1) for iv in live.planned()}
+
+
+def exact_minimum(graph, sched) -> int:
+    return liveness(graph, sched, alignment=1).theoretical_minimum()
+
+
+def test_figure_10_lives_left_and_right_branch_first():
+    g = article_graph(B_LARGE)
+    left, right = schedule(g, "dfs"), schedule(g, "rdfs")
+    assert left == ["A", "B", "C", "D", "E", "F"]
+    assert right == ["A", "C", "D", "E", "B", "F"]
+    # The article: left first B lives [2, 6]; right first B [5, 6] and A grows [1,3] -> [1,5].
+    assert lives(g, left)["B"] == (2, 6) and lives(g, left)["A"] == (1, 3)
+    assert lives(g, right)["B"] == (5, 6) and lives(g, right)["A"] == (1, 5)
+
+
+def test_figure_10_neither_branch_first_is_always_lower():
+    b_large, a_large = article_graph(B_LARGE), article_graph(A_LARGE)
+    assert exact_minimum(b_large, schedule(b_large, "rdfs")) < \
+        exact_minimum(b_large, schedule(b_large, "dfs"))
+    assert exact_minimum(a_large, schedule(a_large, "dfs")) < \
+        exact_minimum(a_large, schedule(a_large, "rdfs"))
+
+
+def test_figure_11_fixed_rule_moves_b_before_f_when_a_is_a_variable():
+    g = article_graph(B_LARGE, a_is_variable=True)
+    program = [n.name for n in g.nodes]
+    assert program == ["B", "C", "D", "E", "F"]
+    ge = schedule(g, "ge")
+    assert ge == ["C", "D", "E", "B", "F"]
+    assert exact_minimum(g, program) - exact_minimum(g, ge) == BIG     # B no longer beside D
+    assert ge_adjust(g, program, strict=True) == ge      # the fixed rule needs no L1, L2
+
+
+@pytest.mark.parametrize("kw,moves,moves_strict", [
+    ({}, False, False),                       # L1 = 3 (C reads A last) < L2 = 6
+    ({"late_reader": True}, True, True),      # L1 = 7 (G) > L2 = 6
+    ({"f_reads_a": True}, True, False),       # L1 = L2 = 6: F reads A itself
+], ids=["L1<L2", "L1>L2", "L1=L2"])
+def test_dynamic_rule_compares_l1_and_l2(kw, moves, moves_strict):
+    g = article_graph(B_LARGE, **kw)
+    program = [n.name for n in g.nodes]
+    for strict, expected in ((False, moves), (True, moves_strict)):
+        order = ge_adjust(g, program, strict=strict)
+        check_schedule(g, order)
+        assert (order.index("B") == order.index("F") - 1) == expected
+        assert lives(g, order)["A"] == lives(g, program)["A"]         # A's life never grows
+        if expected:
+            assert exact_minimum(g, program) - exact_minimum(g, order) == BIG
+        else:
+            assert order == program
+
+
+def test_ge_adjust_never_raises_the_minimum_on_random_graphs():
+    # Moving a node to just before its first consumer only when every planned input is
+    # read at or after that consumer can only shorten lives [Huawei GE, §2.2].
+    lowered = 0
+    for seed in range(60):
+        for train in (False, True):
+            g = random_graph(seed, 30, train)
+            program = [n.name for n in g.nodes]
+            for strict in (False, True):
+                order = ge_adjust(g, program, strict=strict)
+                check_schedule(g, order)
+                before, after = exact_minimum(g, program), exact_minimum(g, order)
+                assert after <= before, (seed, train, strict)
+                lowered += after < before
+    assert lowered          # the property is not vacuous: some graphs do get lower
+
+
+def test_ge_lowers_the_transformers_minimum():
+    g = get_model("transformer").graph
+    assert minimum(g, "ge") < minimum(g, "program")
+    assert minimum(g, "best") == minimum(g, "ge")

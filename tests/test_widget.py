@@ -14,13 +14,20 @@ import pytest
 pytest.importorskip("matplotlib")
 
 import minigraph as mg  # noqa: E402
+from minigraph.models import MODELS  # noqa: E402
 from minigraph.viz import plots  # noqa: E402
+from minigraph.viz import widget as widget_module  # noqa: E402
 from minigraph.viz.widget import (  # noqa: E402
     CUSTOM,
+    DTR_BELOW,
+    DTR_OK,
+    DTR_THRASHED,
+    INPLACE,
     MemoryExplorer,
     WidgetState,
     headline,
     memory_widget,
+    view_minimum,
 )
 
 BYTES = r"([\d.]+ (?:B|KiB|MiB|GiB))"
@@ -72,7 +79,8 @@ def test_explorer_plans_exactly_what_plan_memory_plans(step) -> None:
         assert result.report.plan.offsets == ref.plan.offsets
         assert result.report.arena_bytes == ref.arena_bytes
         assert result.report.theoretical_minimum == ref.theoretical_minimum
-        assert result.headline == headline(ref)
+        assert result.minimum == view_minimum(ref, result.rows) <= ref.theoretical_minimum
+        assert result.headline == headline(ref, minimum=result.minimum, unit=result.unit)
         figs = MemoryExplorer.figures(result)
         assert set(figs) >= {"timeline", "layout", "comparison"}
         # The layout's rectangles are the reference plan's offsets.
@@ -81,7 +89,7 @@ def test_explorer_plans_exactly_what_plan_memory_plans(step) -> None:
         assert drawn == len(rects)
         arena_line = [ln for ln in figs["layout"].axes[0].get_lines()
                       if ln.get_gid() == "arena"][0]
-        _, div = plots.byte_unit(max(ref.arena_bytes, ref.theoretical_minimum))
+        div = plots.UNIT_DIV[result.unit]
         assert arena_line.get_ydata()[0] * div == pytest.approx(ref.arena_bytes)
         # Every bar is plan_memory's arena for that bar's options.
         for row in result.rows:
@@ -96,7 +104,7 @@ def test_toggling_inplace_changes_the_plan_and_the_headline(step) -> None:
     assert w.result.state.inplace is False
     assert w.result.report.arena_bytes != arena
     assert w.headline != before
-    assert w.headline_html.value == f"<b>{html.escape(w.headline)}</b>"
+    assert f"<b>{html.escape(w.headline)}</b>" in w.headline_html.value
     assert w.result.report.arena_bytes == \
         mg.plan_memory(step, w.state.options()).arena_bytes
 
@@ -161,11 +169,9 @@ def test_dtr_adds_a_bar_and_a_sweep(step) -> None:
     ex = MemoryExplorer(step)
     result = ex.compute(WidgetState(dtr=True, dtr_budget=1.0))
     assert result.sweep
-    if result.dtr is not None:
-        assert result.rows[-1].technique == "dtr"
-        assert "DTR at 100% budget" in result.headline
-    else:
-        assert result.messages
+    assert result.dtr.status == DTR_OK and result.dtr.overhead == pytest.approx(1.0)
+    assert result.rows[-1].technique == "dtr"
+    assert "DTR at 100% budget" in result.headline
     assert "dtr" in MemoryExplorer.figures(result)
 
 
@@ -183,3 +189,260 @@ def test_explorer_builds_zoo_models_by_name() -> None:
     assert r4.report.no_reuse_bytes > r2.report.no_reuse_bytes
     with pytest.raises(ValueError, match="unknown model"):
         MemoryExplorer("no-such-model")
+
+
+
+# --- issue 16: DTR's default budget, failed runs, units, one minimum, layout, busy bar ----
+
+def _zoo_or_skip() -> None:
+    try:
+        from minigraph.models import get_model
+        get_model("mlp", batch=2)
+    except Exception as e:      # the zoo needs ops that may not be installed
+        pytest.skip(f"model zoo unavailable: {e}")
+
+
+@pytest.fixture(scope="module")
+def zoo() -> MemoryExplorer:
+    _zoo_or_skip()
+    return MemoryExplorer("mlp")
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_dtr_default_budget_is_feasible_and_the_smallest_that_finishes(zoo, model) -> None:
+    """The slider starts at the smallest budget that could work; its default finishes."""
+    state = WidgetState(model=model, dtr=True)
+    result = zoo.compute(state)
+    run, b = result.dtr, zoo.dtr_bounds(state)
+    assert run.status == DTR_OK, run.describe()
+    assert result.state.dtr_budget == run.ratio == zoo.dtr_default(state)
+    assert "thrashed" not in result.headline and "below smallest" not in result.headline
+    assert f"compute x{run.overhead:.2f}" in result.headline
+    low = zoo.dtr_low(state)
+    assert b.arena_budget(low) >= b.lower > b.arena_budget(round(low - 0.01, 2))
+    assert low <= run.ratio
+    # The default is the slider's start, or no budget of the sweep below it finishes.
+    if run.ratio > low:
+        assert not zoo.dtr_run(state, low).ok
+        assert all(r.status != "ok" for r in result.sweep if r.ratio < run.ratio - 0.01)
+
+
+def test_widget_slider_follows_the_model_shown(zoo) -> None:
+    w = memory_widget("mlp", dtr=True)
+    w.explorer = zoo
+    slider = w.controls["dtr_budget"]
+    for model in ("resnet", "cnn"):
+        w.set(model=model)
+        state = w.result.state
+        assert slider.min == zoo.dtr_low(state)
+        assert slider.value == w.result.dtr.ratio == zoo.dtr_default(state)
+        assert w.result.dtr.ok
+    w.set(dtr_budget=0.9)
+    assert w.result.dtr.ratio == 0.9 and slider.value == 0.9
+    w.set(dtr_budget=None)                       # back to the model's default
+    assert slider.value == zoo.dtr_default(w.result.state)
+    for bad in (0, -0.5, 1.5, float("nan"), "half"):
+        with pytest.raises(mg.BudgetError, match="budget"):
+            w.set(dtr_budget=bad)
+
+
+def _failing_ratio(ex: MemoryExplorer, state: WidgetState, status: str) -> float:
+    low = ex.dtr_low(state)
+    for k in range(40):
+        ratio = round(low + 0.01 * k, 2)
+        if ex.dtr_run(state, ratio).status == status:
+            return ratio
+    pytest.fail(f"no {status} run on {state.model} between {low:.0%} and {low + 0.4:.0%}")
+
+
+@pytest.mark.parametrize("model,status", [("resnet", DTR_THRASHED), ("mlp", DTR_BELOW)])
+def test_a_failed_dtr_run_is_drawn_as_such_never_with_a_saving(zoo, model, status) -> None:
+    state = WidgetState(model=model, dtr=True)
+    ratio = (_failing_ratio(zoo, state, status) if status == DTR_THRASHED else
+             round(zoo.dtr_low(state) - 0.2, 2))
+    result = zoo.compute(state.replace(dtr_budget=ratio))
+    assert result.dtr.status == status
+    budget = plots.fmt_in(result.dtr.budget, result.unit)
+    assert f"{result.dtr.label}: {budget} arena, {status}" in result.headline
+    assert any(status in m for m in result.messages)
+    figs = MemoryExplorer.figures(result)
+    ax = figs["comparison"].axes[0]
+    bar = [p for p in ax.patches if p.get_gid() == f"dtr:{status}"]
+    assert len(bar) == 1 and bar[0].get_hatch() == "xx"
+    text = [t.get_text() for t in ax.texts if (t.get_gid() or "").endswith(f"dtr:{status}")]
+    assert len(text) == 1 and status in text[0] and "%" not in text[0], text
+    assert not any(t.get_gid() == "saving:dtr" for t in ax.texts)
+    sweep_ax = figs["dtr"].axes[0]
+    assert [ln for ln in sweep_ax.get_lines() if ln.get_gid() == f"dtr:{status}"]
+    assert f"this budget: {status}" in [t.get_text() for t in sweep_ax.get_legend().texts]
+
+
+def test_a_finished_dtr_run_has_its_bar_and_its_point(zoo) -> None:
+    result = zoo.compute(WidgetState(model="resnet", dtr=True))
+    figs = MemoryExplorer.figures(result)
+    texts = [t.get_text() for t in figs["comparison"].axes[0].texts
+             if t.get_gid() == "saving:dtr"]
+    assert len(texts) == 1 and f"compute x{result.dtr.overhead:.2f}" in texts[0]
+    point = [ln for ln in figs["dtr"].axes[0].get_lines() if ln.get_gid() == "dtr:ok"]
+    assert point[0].get_ydata()[0] == pytest.approx(result.dtr.overhead)
+
+
+AMOUNT = re.compile(r"(\d[\d,.]*(?:e[+-]?\d+)?)\s*([KMG]i?B|B)\b")
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_headline_units_are_powers_of_two_on_every_zoo_model(zoo, model) -> None:
+    result = zoo.compute(WidgetState(model=model))
+    text = result.headline
+    assert HEADLINE.match(text), text
+    assert "e+" not in text and not re.search(r"\b[KMG]B\b", text), text
+    amounts = AMOUNT.findall(text)
+    # one unit, the one byte_unit picks for the largest number (the peak without reuse)
+    assert {u for _, u in amounts} == {result.unit}, amounts
+    assert result.unit == plots.byte_unit(result.report.no_reuse_bytes)[0]
+    assert float(amounts[0][0]) < (16384 if result.unit == "B" else 1024) or \
+        result.unit == "GiB", text
+
+
+def _minimum_labels(fig) -> list[str]:
+    return [ln.get_label() for ax in fig.axes for ln in ax.get_lines()
+            if ln.get_gid() == "minimum"]
+
+
+def _label_bytes(label: str) -> tuple[float, float]:
+    """'theoretical minimum 0.69 MiB' -> (bytes, the rounding of the printed number)."""
+    value, unit = AMOUNT.findall(label)[-1]
+    decimals = len(value.split(".")[1]) if "." in value else 0
+    return float(value) * UNITS[unit], 0.5 * 10 ** -decimals * UNITS[unit]
+
+
+@pytest.mark.parametrize("changes", [{}, {"inplace": False}, {"colors": 2},
+                                     {"inplace": False, "alignment": 1}])
+def test_one_theoretical_minimum_per_view(zoo, changes) -> None:
+    """The headline and every picture give the same minimum, and no static bar is below."""
+    result = zoo.compute(WidgetState(model="resnet", **changes))
+    m = result.minimum
+    assert m == min(r.theoretical_minimum for r in result.rows)
+    assert all(r.bytes >= m for r in result.rows if r.family != "dynamic")
+    assert f"theoretical minimum {plots.fmt_in(m, result.unit)})" in result.headline
+    figs = MemoryExplorer.figures(result)
+    for name in ("timeline", "layout", "comparison"):
+        labels = _minimum_labels(figs[name])
+        assert len(labels) == 1, (name, labels)
+        value, rounding = _label_bytes(labels[0])
+        assert abs(value - m) <= rounding + 1, (name, labels[0], m)
+    summary = MemoryExplorer.summary_figure(result)
+    for label in _minimum_labels(summary):
+        value, rounding = _label_bytes(label)
+        assert abs(value - m) <= rounding + 1, (label, m)
+
+
+def test_long_labels_do_not_squeeze_the_bars(zoo) -> None:
+    """Every row (slow planners, DTR failing) leaves the bars most of the figure."""
+    state = WidgetState(model="mlp", slow=True, time_limit=1.0, dtr=True, dtr_budget=0.3)
+    result = zoo.compute(state)
+    assert result.dtr.status == DTR_BELOW
+    fig = MemoryExplorer.figures(result)["comparison"]
+    widget_module.figure_bytes(fig)              # lays the figure out
+    assert fig.axes[0].get_position().width >= 0.6
+
+
+def test_headline_wraps_and_the_export_title_is_wrapped(zoo) -> None:
+    w = memory_widget("mlp", dtr=True, dtr_budget=0.3)
+    assert "white-space: normal" in w.headline_html.value
+    assert len(w.headline) > 120
+    title = MemoryExplorer.summary_figure(w.result)._suptitle.get_text()
+    assert title.replace("\n", " ") == w.headline
+    assert max(len(line) for line in title.splitlines()) <= 120
+
+
+def test_every_change_shows_the_busy_bar(zoo) -> None:
+    """Switching the model (seconds on a large one) shows the bar, then hides it."""
+    w = memory_widget("mlp")
+    w.explorer = zoo
+    seen: list[str] = []
+    w.progress_box.layout.observe(lambda ch: seen.append(ch["new"]), names="visibility")
+    classes: list[tuple] = []
+    w.observe(lambda ch: classes.append(tuple(ch["new"])), names="_dom_classes")
+    w.controls["model"].value = "cnn"            # what a click does
+    assert w.result.state.model == "cnn"
+    assert seen == ["visible", "hidden"]
+    assert any("mg-busy" in c for c in classes) and "mg-busy" not in w._dom_classes
+    assert "cnn, batch 8" in w.caption.value
+
+
+def test_notebook_cells_drive_colours_and_dtr(step) -> None:
+    w = memory_widget(step)
+    w.set(colors=2)
+    assert w.result.report.options.colors == 2 and w.controls["colors"].value == 2
+    first = bytes(w.images["layout"].value)
+    w.set(color_by="block")
+    assert w.result.state.color_by == "block"
+    assert bytes(w.images["layout"].value) != first
+    w.set(dtr=True)
+    assert w.result.dtr.ok and w.images["dtr"].layout.display is None
+    assert w.result.dtr.ratio == w.explorer.dtr_default(w.result.state)
+    w.set(dtr_budget=1.0)
+    assert w.result.dtr.ratio == 1.0 and "DTR at 100% budget" in w.headline
+    w.set(dtr=False)
+    assert w.result.dtr is None and w.images["dtr"].layout.display == "none"
+
+
+MINIMUM_TEXT = re.compile(r"theoretical minimum (\d[\d,.]*\s*(?:B|KiB|MiB|GiB))")
+
+
+def _printed_minimums(result, figs) -> set[str]:
+    """Every "theoretical minimum X" the view prints: headline, legend labels, axis
+    labels and texts of every figure."""
+    texts = [result.headline]
+    for fig in figs:
+        for ax in fig.axes:
+            texts += [ln.get_label() for ln in ax.get_lines()]
+            texts += [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
+            texts += [t.get_text() for t in ax.texts]
+            legend = ax.get_legend()
+            texts += [t.get_text() for t in legend.texts] if legend is not None else []
+    return {m for t in texts for m in MINIMUM_TEXT.findall(t)}
+
+
+@pytest.mark.parametrize("model,changes", [("resnet", {}), ("transformer", {"dtr": True}),
+                                           ("mlp", {"inplace": False})])
+def test_one_view_prints_its_minimum_as_one_string(zoo, model, changes) -> None:
+    """Headline, timeline, layout, bars and the export: the same "X unit" every time
+    (it used to be "0.689 MiB" in the bars and "706.00 KiB" in the headline)."""
+    result = zoo.compute(WidgetState(model=model, **changes))
+    figs = list(MemoryExplorer.figures(result).values())
+    printed = _printed_minimums(result, [*figs, MemoryExplorer.summary_figure(result)])
+    assert printed == {plots.fmt_in(result.minimum, result.unit)}, printed
+    # the axes are in that unit too
+    for fig in figs[:3]:
+        labels = fig.axes[0].get_xlabel() + fig.axes[0].get_ylabel()
+        assert f"({result.unit})" in labels, labels
+
+
+def test_inplace_control_offers_off_last_reader_and_strict(step) -> None:
+    w = memory_widget(step, planner="refcount")
+    ctl = w.controls["inplace"]
+    assert [label for label, _ in INPLACE] == ["off", "last reader", "strict"]
+    assert list(ctl.options) == list(INPLACE)
+    assert ctl.value is True and ctl.label == "last reader"
+    w.set(inplace="strict")
+    assert ctl.label == "strict" and w.result.report.options.inplace == "strict"
+    assert w.result.report.plan.offsets == \
+        mg.plan_memory(step, mg.MemoryOptions(inplace="strict", planner="refcount")
+                       ).plan.offsets
+    assert "in-place (strict)" in w.caption.value
+    ctl.value = False                            # what choosing "off" does
+    assert w.result.state.inplace is False and not w.result.report.plan.inplace
+    w.set(inplace="last-reader")                 # MemoryOptions' name for True
+    assert ctl.value is True and w.result.report.options.inplace is True
+    with pytest.raises(mg.PlanError, match="inplace"):
+        w.set(inplace="sometimes")
+
+
+def test_the_in_place_only_bar_follows_the_chosen_rule(step) -> None:
+    ex = MemoryExplorer(step)
+    for rule in (True, "strict"):
+        rows = ex.compute(WidgetState(inplace=rule)).rows
+        only = next(r for r in rows if r.technique == "none+inplace")
+        assert only.options.inplace == rule

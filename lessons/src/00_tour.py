@@ -19,8 +19,9 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
     sys.path.insert(0, str(Path.cwd().parent))
     import minigraph as mg
 
-from minigraph.lessons import check_answers
+from minigraph.lessons import check_answers, l00
 from minigraph.experiments.techniques import compare_techniques
+from minigraph.models import get_model
 from minigraph.viz import memory_widget, plot_comparison, plot_layout, \
     plot_timeline
 
@@ -61,11 +62,13 @@ print(report.table(limit=10))
 # %% [markdown]
 # ## 3. The pictures
 #
-# **Timeline**: the bytes alive at each step, stacked by kind. Parameters and inputs are
-# never reused (grey); activations (blue) pile up in the forward pass and are released in
-# the backward pass, while gradients (orange) appear. The dotted line is what you would hold
-# if nothing were ever freed; the red line is this plan's arena; the dashed line is the
-# theoretical minimum.
+# **Timeline**: the bytes alive at each step, stacked by kind. Activations (blue) pile up
+# in the forward pass and are released in the backward pass, while gradients (orange)
+# appear. The dotted line is what you would hold if nothing were ever freed; the red line
+# is this plan's arena; the dashed line is the theoretical minimum.
+# Below the red arena line is the arena (the planned tensors); above it, hatched, is what
+# has buffers of its own (parameters, inputs, outputs) and each op's scratch workspace, so
+# the top of the stack is everything the step holds at that moment.
 
 # %%
 plot_timeline(report, step)
@@ -88,23 +91,50 @@ plot_layout(report)
 rows = compare_techniques(step, mg.MemoryOptions(inplace=True), slow=False)
 for row in rows:
     print(row)
+at_minimum = [r.label for r in rows if r.bytes == r.theoretical_minimum]
+print(f"\n{len(at_minimum)} of {len(rows)} rows reach the theoretical minimum:",
+      ", ".join(at_minimum))
 plot_comparison(rows)
+
+# %% [markdown]
+# On this MLP the best planners tie at the minimum (the cell counts them): a chain this
+# short leaves little to choose between. A network whose tensors live long and overlap
+# in many ways separates them. The zoo's U-Net keeps each encoder output alive
+# until its decoder reads it back (long skip connections); the same comparison on its
+# training step (`minigraph tour` starts on this model too):
+
+# %%
+unet_step = get_model("unet").graph
+unet_rows = compare_techniques(unet_step, mg.MemoryOptions(inplace=True), slow=False)
+for row in unet_rows:
+    print(row)
+sizes = sorted({r.bytes for r in unet_rows if r.family != "baseline"})
+print(f"\n{len(sizes)} different arenas among the techniques that reuse memory")
+plot_comparison(unet_rows)
 
 # %% [markdown]
 # ## 4. The widget
 #
 # `memory_widget` (also `mg.memory_widget`) puts a control on every switch: model and batch
 # size (the zoo's models are in the list too), schedule order, in-place, planner,
-# colours (parallel-safe sharing), alignment, and DTR with its budget. Every change re-plans
-# and redraws. The headline reads "peak (no reuse) -> this plan, saved %, theoretical
-# minimum", in KiB and MiB (2**10 and 2**20 bytes) as every printout of minigraph.
+# colours (parallel-safe sharing), alignment, and DTR with its budget. In-place has three
+# settings: off, "last reader" (the op is its input's last reader, nnvm's rule) and
+# "strict" (its only reader, the rule of MXNet's note and GE; lesson 03 compares them).
+# Every change re-plans and redraws. The headline reads "peak (no reuse) -> this plan,
+# saved %, theoretical minimum". One view prints every byte count in one unit, the one
+# its largest number needs (B, KiB = 2**10 bytes, MiB = 2**20, GiB = 2**30), so the
+# minimum reads the same in the headline and in every picture.
 
 # %%
 w = memory_widget(step, planner="refcount", inplace=True)
 w
 
 # %% [markdown]
-# The controls can be moved from code too; the widget above redraws.
+# The controls can be moved from code too, by their names: `w.set(planner=...)`,
+# `w.set(inplace="strict")`, `w.set(colors=2)` (tensors of different colours never share
+# bytes, so two branches could run at once), `w.set(color_by="block")` (the layout's
+# colours), `w.set(dtr=True)` (DTR at the smallest budget at which it finishes on this
+# model), `w.set(dtr_budget=0.8)` (80% of its peak). The widget above redraws each time.
 
 # %%
 print("before:", w.headline)
@@ -112,12 +142,23 @@ w.set(planner="none", inplace=False)
 print("no reuse:", w.headline)
 w.set(planner="ge", inplace=True)
 print("GE + in-place:", w.headline)
+w.set(inplace="strict")
+print("GE + strict in-place:", w.headline)
+w.set(inplace=True, colors=2)
+print("GE + in-place, 2 colours:", w.headline)
+w.set(colors=1, dtr=True)
+print("with DTR:", w.headline)
+assert w.result.dtr.ok, "the default DTR budget is one at which DTR finishes"
+w.set(dtr=False)
 
 # %% [markdown]
 # ## 5. A plan is only useful if it runs
 #
-# The executor allocates ONE arena of `report.arena_bytes` and makes every planned tensor a
-# view into it. The results must be identical to running with no reuse at all.
+# The executor allocates ONE arena of `report.arena_bytes` and makes every planned tensor
+# (the activations and gradients) a view into it. The inputs, parameters and the loss have
+# buffers of their own, outside the arena: the "unplanned" bytes printed below. (Lesson 08
+# lists exactly what lives where.) The results must be identical to running with no reuse
+# at all.
 
 # %%
 import numpy as np
@@ -136,43 +177,22 @@ print("arena bytes:", ex.last_stats.arena_bytes, "| unplanned bytes:", ex.last_s
 # %% [markdown]
 # ## Exercises
 #
-# **1.** Which planner gives the smallest arena for `step` with in-place on and alignment 1?
-# Use `mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner=NAME, alignment=1))` for
-# the names in `mg.memory.PLANNERS` (skip `"ilp"` and `"anneal"`, they search for a while),
-# and put the name of one winner in `ANSWER_1`.
+# **1.** The U-Net comparison above has in-place on. Switch it off: on `unet_step` with
+# `mg.MemoryOptions(inplace=False, planner=NAME)` (alignment 512), which planners reach
+# the theoretical minimum? Try the names in `mg.memory.PLANNERS` except the searching
+# ones (`"ilp"`, `"anneal"`, `"search"`), and put all the names that reach it in
+# `ANSWER_1` (a list or a set).
 #
-# **2.** Double the batch (64 -> 128) and rebuild the graph: by what factor does the
-# theoretical minimum of refcount + in-place grow? Put it in `ANSWER_2` (a float, e.g. 1.5).
+# **2.** Double the batch of the MLP of section 1 (64 -> 128) and rebuild the graph: by what
+# factor does the theoretical minimum of refcount + in-place grow? Put it in `ANSWER_2`
+# (a float, e.g. 1.5).
 
 # %%
-ANSWER_1 = None   # e.g. "refcount"
+ANSWER_1 = None   # e.g. ["refcount", "ge"]
 ANSWER_2 = None   # e.g. 1.5
 
 # %%
-def check_1(answer):
-    arenas = {p: mg.plan_memory(step, mg.MemoryOptions(inplace=True, planner=p,
-                                                       alignment=1)).arena_bytes
-              for p in mg.memory.PLANNERS if p not in ("ilp", "anneal")}
-    best = min(arenas.values())
-    return arenas.get(answer) == best, (f"the smallest arena is {best} bytes "
-                                        f"({', '.join(p for p, a in arenas.items() if a == best)})")
-
-
-def check_2(answer):
-    def minimum(batch):
-        with mg.name_scope():
-            x = mg.input("x", (batch, 256)); y = mg.input("y", (batch, 10))
-            Ws = [mg.param("W1", (256, 512)), mg.param("W2", (512, 512)),
-                  mg.param("W3", (512, 10))]
-            h = mg.sigmoid(mg.relu(x @ Ws[0]) @ Ws[1])
-            g = mg.training_graph(((h @ Ws[2] - y) ** 2).mean(), Ws, lr=0.1)
-        return mg.plan_memory(g, inplace=True, planner="refcount").theoretical_minimum
-    factor = minimum(128) / minimum(64)
-    return abs(answer - factor) < 0.02, (f"the minimum grows x{factor:.3f} (less than 2: "
-                                         "the weight gradients do not grow with the batch)")
-
-
-check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2)})
+check_answers({1: (ANSWER_1, l00.exercise_1), 2: (ANSWER_2, l00.exercise_2)})
 
 # %% [markdown]
 # ## Summary

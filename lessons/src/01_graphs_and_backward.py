@@ -23,7 +23,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 import numpy as np
 
-from minigraph.lessons import check_answers
+from minigraph.lessons import check_answers, l01
 
 # %% [markdown]
 # ## 1. Symbolic tensors
@@ -149,35 +149,21 @@ print(live)
 # %% [markdown]
 # ## Exercises
 #
-# **1.** Build `loss = mean(tanh(x @ W) + x @ W)` where `x @ W` is computed *once* and read
-# twice. How many `add_n` aggregation nodes does `mg.grad(loss, [W])` create? Put the number
-# in `ANSWER_1`.
+# **1.** With `h = x @ W` and `s = mg.sigmoid(h)` (x and W as above), build
+# `loss = mg.mean(s * h + s)`. How many `add_n` aggregation nodes does `mg.grad(loss, [W])`
+# create? Think first, then build it and look. Put the number in `ANSWER_1`.
 #
-# **2.** In the `step` graph above, how many nodes have the role `"backward"`? Put the
-# number in `ANSWER_2` (count them with code, from `step.nodes`).
+# **2.** In the `step` graph of section 4, how many backward nodes read a forward
+# activation (a tensor whose `kind` is `"activation"`)? Each such read keeps that
+# activation alive into the backward pass. Count them with code, from `step.nodes` and
+# `step.tensors`, and put the number in `ANSWER_2`.
 
 # %%
 ANSWER_1 = None
 ANSWER_2 = None
 
 # %%
-def check_1(answer):
-    with mg.name_scope():
-        x = mg.input("x", (4, 3))
-        W = mg.param("W", (3, 2))
-        h = x @ W
-        loss = mg.mean(mg.tanh(h) + h)
-        (dW,) = mg.grad(loss, [W])
-    n = sum(1 for node in mg.Graph([dW]).nodes if node.op == "add_n")
-    return answer == n, f"{n} aggregation node(s)"
-
-
-def check_2(answer):
-    n = sum(1 for node in step.nodes if node.role == "backward")
-    return answer == n, f"{n} backward nodes"
-
-
-check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2)})
+check_answers({1: (ANSWER_1, l01.exercise_1), 2: (ANSWER_2, l01.exercise_2)})
 
 # %% [markdown]
 # ## Summary

@@ -6,7 +6,7 @@
 # minimum*: the fewest bytes any memory plan of that schedule can use.
 #
 # **Source.** The GE blog [Huawei GE], section 3 "lifetime analysis", with its CNN example of
-# section 6. The blog's tables contain two mistakes; we find both. The code is
+# section 6. The blog's tables contain mistakes; we find them. The code is
 # `minigraph/memory/liveness.py` (and `live_bytes_per_step` / `theoretical_minimum` in
 # `minigraph/memory/buffers.py`); read it beside this lesson.
 
@@ -20,11 +20,18 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
     sys.path.insert(0, str(Path.cwd().parent))
     import minigraph as mg
 
+from math import prod
+
+from matplotlib.figure import Figure
+
 from minigraph import examples
 from minigraph.examples import named
-from minigraph.lessons import check_answers
-from minigraph.memory import validate_offsets
-from minigraph.viz import plot_timeline
+from minigraph.graph import fmt_bytes
+from minigraph.lessons import check_answers, l02
+from minigraph.memory import merge_inplace, theoretical_minimum, validate_offsets
+from minigraph.memory.instances import blog_cnn_layout, cnn_block_buffers
+from minigraph.memory.planners import plan_buffers
+from minigraph.viz import plot_placement, plot_timeline
 
 # %% [markdown]
 # ## 1. The blog's four ops
@@ -91,8 +98,11 @@ print("no reuse:", live.no_reuse_bytes(), "B   theoretical minimum:",
 # %% [markdown]
 # ## 3. The blog's CNN block
 #
-# [Huawei GE, blog §6]: Input -> Conv -> ReLU -> Pool with an input of 3x224x224, conv and
-# ReLU outputs of 64x112x112 and a pool output of 64x56x56. In float32 those are:
+# [Huawei GE, blog §6]: Input -> Conv -> ReLU -> Pool, with an input of 3x224x224, conv and
+# ReLU outputs of 64x112x112 and a pool output of 64x56x56. The blog adds up what each step
+# allocates, then plans the block with ReLU in place and the pool output "reusing T1", and
+# reports a peak that falls from 7.35 MB to 3.35 MB. We build the block in float32, redo the
+# blog's sums, and then check its layout.
 
 # %%
 cnn = examples.cnn_block()
@@ -101,16 +111,109 @@ print(cnn_live.table())
 mg.draw(cnn)
 
 # %% [markdown]
-# The blog writes "Input: 3x224x224 = 150KB": that counts *elements* (150,528), not bytes;
-# in float32 the input is 602,112 B. Its other figures (3.2 MB, 0.8 MB) are float32 bytes.
-#
-# The planned tensors are conv1_out and relu1_out (pool1_out is the graph output). At
-# step 1 ReLU reads conv1_out and writes relu1_out: both alive, so without in-place the
-# minimum is both of them.
+# **The blog's arithmetic.** Its "MB" and "KB" are powers of ten (10^6 and 10^3 bytes);
+# minigraph prints KiB and MiB, powers of two (2^10 and 2^20 bytes: one MiB is about 1.05
+# MB). The blog's conv figure is float32 bytes, but its input figure is the *number of
+# elements*. Its two tables, redone from the shapes:
 
 # %%
-report = mg.plan_memory(cnn, mg.MemoryOptions(planner="refcount", alignment=1))
-print(report.summary())
+MB = 10**6                                  # the blog's unit
+print(f"1 MiB = {2**20} B = {2**20 / MB:.2f} MB;  1 KiB = {2**10} B = {2**10 / 1000:.3f} KB")
+TENSORS = ("input_0", "conv1_out", "relu1_out", "pool1_out")
+elements = {n: prod(cnn.tensors[n].shape) for n in TENSORS}
+nbytes = {n: cnn_live.intervals[n].bytes for n in TENSORS}
+blog_mb = {"input_0": round(elements["input_0"] / MB, 2),       # elements, not bytes
+           **{n: round(nbytes[n] / MB, 1) for n in TENSORS[1:]}}
+print(f"input_0: {elements['input_0']} elements -> the blog's "
+      f"{blog_mb['input_0'] * 1000:.0f} KB; in float32 it is {nbytes['input_0']} B")
+# with its reuse the blog allocates nothing for ReLU (in place) and the pool ("reuses T1")
+blog_reuse = {**blog_mb, "relu1_out": 0.0, "pool1_out": 0.0}
+peak = reused = 0.0
+print("             the blog without reuse         the blog with its reuse")
+for n in TENSORS:
+    peak += blog_mb[n]
+    reused += blog_reuse[n]
+    print(f"  {n:10} + {blog_mb[n]:4.2f} MB, peak {peak:4.2f} MB"
+          f"    + {blog_reuse[n]:4.2f} MB, peak {reused:4.2f} MB")
+print(f"the blog: {peak:.2f} MB -> {reused:.2f} MB, saved {100 * (1 - reused / peak):.0f}%")
+
+# %% [markdown]
+# **The right figures.** In float32 every tensor is four bytes an element. Without any
+# reuse the four tensors take (the 3x3 conv weights come on top, and the blog leaves them
+# out):
+
+# %%
+no_reuse = sum(nbytes.values())
+for n in TENSORS:
+    print(f"{n:10} {elements[n]:8d} elements  {nbytes[n]:8d} B = {fmt_bytes(nbytes[n]):>10}"
+          f"  (the blog's unit: {nbytes[n] / MB:.2f} MB)")
+print(f"no reuse: {no_reuse} B = {fmt_bytes(no_reuse)} (= {no_reuse / MB:.2f} MB);"
+      f" weights {fmt_bytes(cnn_live.intervals['conv1_w'].bytes)} more")
+
+# %% [markdown]
+# **The blog's layout.** ReLU in place over the conv output is right: ReLU is elementwise
+# and conv1_out's only reader (lesson 03). But the pool output cannot go on those bytes:
+# the pooling op *reads* relu1_out while it *writes* pool1_out, so at the pooling step both
+# are alive. `blog_cnn_layout` puts the three activations at offset 0, as the blog does,
+# with the ReLU hand-over declared. The validator every plan must pass refuses it:
+
+# %%
+buffers, offsets, handovers = blog_cnn_layout(cnn)
+try:
+    validate_offsets(buffers, offsets, handovers=handovers)
+    print("accepted")
+except mg.PlanError as e:
+    print("PlanError:", e)
+
+# %% [markdown]
+# **A right plan** keeps ReLU in place and gives the pool output bytes of its own. How
+# much is alive at the peak then depends on the input. minigraph holds a graph input for
+# the whole run (what the caller fed is not the planner's to overwrite); a runtime that
+# frees the input once its only reader, the conv, has run needs less. `cnn_block_buffers`
+# gives each tensor its real life either way; we fuse the in-place pair into one buffer
+# (`merge_inplace`, lesson 03; the rectangle named conv1_out holds relu1_out too), plan,
+# and validate tensor by tensor:
+
+# %%
+fig = Figure(figsize=(12, 3.4), layout="constrained")
+axes = fig.subplots(1, 2)
+peaks = {}
+for ax, held in zip(axes, (True, False)):
+    bufs, pairs = cnn_block_buffers(cnn, hold_input=held)
+    merged, group = merge_inplace(bufs, pairs)          # relu1_out on conv1_out's bytes
+    _, placement = plan_buffers(merged, "refcount", alignment=1)
+    tensor_offsets = {t: placement.offsets[b] for t, b in group.items()}
+    validate_offsets(bufs, tensor_offsets, handovers=pairs)     # raises if unsafe
+    peaks[held] = placement.arena_bytes
+    assert peaks[held] == theoretical_minimum(merged)           # nothing wasted
+    label = "input held" if held else "input freed after the conv"
+    print(f"{label:28}: peak {peaks[held]} B = {fmt_bytes(peaks[held])} "
+          f"(= {peaks[held] / MB:.2f} MB), saved {100 * (1 - peaks[held] / no_reuse):.0f}%"
+          f" of {fmt_bytes(no_reuse)}")
+    plot_placement(merged, placement, ax=ax, legend=not held,
+                   title=f"{label}: {fmt_bytes(peaks[held])}")
+fig
+
+# %% [markdown]
+# So the block needs the printed peaks, not the blog's figure: its figure is low because it
+# counts the input in elements and because it puts the pool output on bytes the pooling op
+# is still reading. The blog's table without reuse is off for the same first reason.
+#
+# minigraph's own plan of the block (`plan_memory`, which plans only the activations:
+# the input and the pool output, a graph input and a graph output, keep their own
+# buffers) gives the same answer as the "input held" line: without in-place nothing can
+# be saved, since conv1_out and relu1_out are both alive at the ReLU step; with in-place the
+# arena is one buffer.
+
+# %%
+for inplace in (False, True):
+    report = mg.plan_memory(cnn, mg.MemoryOptions(planner="refcount", alignment=1,
+                                                  inplace=inplace))
+    print(report.summary())
+own = report.unplanned["input"] + report.unplanned["output"]
+print(f"arena {fmt_bytes(report.arena_bytes)} + input and output {fmt_bytes(own)} = "
+      f"{fmt_bytes(report.arena_bytes + own)}; the same as 'input held': "
+      f"{report.arena_bytes + own == peaks[True]}")
 plot_timeline(report, cnn)
 
 # %% [markdown]
@@ -123,9 +226,9 @@ plot_timeline(report, cnn)
 # %%
 mlp, names = examples.two_layer_mlp()
 mlp_live = mg.liveness(mlp, alignment=1)
-for seed_name, t in names.items():
+for note_name, t in names.items():        # the MXNet note's names for the tensors
     iv = mlp_live.intervals[t]
-    print(f"{seed_name:8} = {t:30} steps {iv.start:2d}..{iv.end:2d}  {iv.bytes:7d} B")
+    print(f"{note_name:8} steps {iv.start:2d}..{iv.end:2d}  {iv.bytes:7d} B")
 print("theoretical minimum:", mlp_live.theoretical_minimum(), "B of",
       mlp_live.no_reuse_bytes(), "B")
 plot_timeline(mg.plan_memory(mlp, mg.MemoryOptions(planner="refcount", alignment=1)), mlp)
@@ -138,7 +241,10 @@ plot_timeline(mg.plan_memory(mlp, mg.MemoryOptions(planner="refcount", alignment
 
 # %%
 other = ["T1", "T3", "T2", "Output"]
-print(mg.liveness(blog, other, alignment=1).table())
+other_live = mg.liveness(blog, other, alignment=1)
+for name in ("T1", "T3"):                  # T2's new life: exercise 1
+    before, after = live.intervals[name], other_live.intervals[name]
+    print(f"{name}: steps {before.start}..{before.end} -> {after.start}..{after.end}")
 try:
     mg.liveness(blog, ["T2", "T1", "T3", "Output"])        # T2 before its input T1
 except mg.GraphError as e:
@@ -154,36 +260,18 @@ except mg.GraphError as e:
 # chain `examples.sigmoid_chain(5, shape=(4, 8))`? Each sigmoid output is 128 bytes. Put
 # the number of bytes in `ANSWER_2`.
 #
-# **3.** In the two-layer perceptron (`mlp` above), which *forward* activation lives the
-# most steps? Put its tensor name in `ANSWER_3`.
+# **3.** In the two-layer perceptron (`mlp` above), the theoretical minimum is the bytes
+# alive at one step. Which node runs at that step? Put its name (an entry of
+# `mlp_live.schedule`) in `ANSWER_3`, and say to yourself which tensors are alive there.
 
 # %%
 ANSWER_1 = None   # (start, end)
 ANSWER_2 = None   # bytes
-ANSWER_3 = None   # a tensor name
+ANSWER_3 = None   # a node name
 
 # %%
-def check_1(answer):
-    iv = mg.liveness(blog, ["T1", "T3", "T2", "Output"]).intervals["T2"]
-    right = (iv.start, iv.end)
-    return tuple(answer) == right, f"T2 lives {right}"
-
-
-def check_2(answer):
-    right = mg.liveness(examples.sigmoid_chain(5, shape=(4, 8)), alignment=1)\
-        .theoretical_minimum()
-    return answer == right, (f"minimum {right} B: at every step a sigmoid reads one output "
-                             "and writes the next")
-
-
-def check_3(answer):
-    acts = [iv for iv in mlp_live.intervals.values() if iv.kind == "activation"]
-    longest = max(iv.end - iv.start for iv in acts)
-    winners = [iv.name for iv in acts if iv.end - iv.start == longest]
-    return answer in winners, f"{', '.join(winners)}: {longest} steps"
-
-
-check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2), 3: (ANSWER_3, check_3)})
+check_answers({1: (ANSWER_1, l02.exercise_1), 2: (ANSWER_2, l02.exercise_2),
+               3: (ANSWER_3, l02.exercise_3)})
 
 # %% [markdown]
 # ## Summary
@@ -193,6 +281,9 @@ check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2), 3: (ANSWER_3, che
 # - Two tensors may share bytes only if their lives are disjoint (in-place, lesson 03, is
 #   the one exception, with rules of its own). The blog's "T1 and T3 share" and "Pool
 #   reuses T1" both break this: an op reads its input while it writes its output.
+# - The blog's CNN block: its "150KB" input counts elements, and its pool output sits on
+#   bytes the pooling op is still reading, which the validator refuses. Planned right, in
+#   float32, the block needs the peaks printed in section 3, with or without the input held.
 # - The theoretical minimum is the largest number of bytes alive at one step; it belongs
 #   to a schedule, and another schedule can lower it.
 # - Next: lesson 03 - in-place and MXNet's refcount simulation.

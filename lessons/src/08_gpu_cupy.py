@@ -1,10 +1,11 @@
 # %% [markdown]
 # # 08 · The same plans on a GPU, with CuPy
 #
-# **Goal.** Run a planned training step on a GPU: one device arena, every tensor a view at
-# its planned offset, the same kernels as on NumPy. Compare results with the CPU, measure
-# the device memory the run really used against the plan, and meet the one rule the GPU
-# adds: offsets must be aligned for the dtype.
+# **Goal.** Run a planned training step on a GPU: one device arena holding the planned
+# tensors (activations and gradients), each a view at its planned offset, and the same
+# kernels as on NumPy. Compare results with the CPU, measure the device memory the run
+# really used against the plan, and meet the one rule the GPU adds: offsets must be
+# aligned for the dtype.
 #
 # **No GPU here?** Then every cell still runs, on NumPy, and says so: the code is the same,
 # only `device` changes. To run it on a GPU: `pip install 'minigraph[gpu]'` on a machine
@@ -32,7 +33,7 @@ import inspect
 import numpy as np
 
 from minigraph.backend import resolve_device
-from minigraph.lessons import check_answers
+from minigraph.lessons import check_answers, l08
 from minigraph.models import get_model
 
 # %% [markdown]
@@ -64,8 +65,8 @@ print(inspect.getsource(mg.ops.get_op("sigmoid").forward))
 # ## 3. Plan once, run on the device
 #
 # A small CNN training step from the zoo, planned with GE's two-level reuse and in-place.
-# The executor allocates ONE device array of `arena_bytes` and views every planned tensor
-# at its offset.
+# The executor allocates ONE device array of `arena_bytes` and views every *planned* tensor
+# at its offset. Not every tensor is planned; section 4 lists what lives where.
 
 # %%
 model = get_model("cnn", batch=8)
@@ -86,7 +87,51 @@ print(f"device {DEVICE}: loss {float(out_dev[model.loss]):.6f}, reference "
 # On NumPy the planned run is bit-identical to the reference; on a GPU, kernels may sum in
 # another order (cuBLAS), so expect differences around 1e-6 in float32, not more.
 #
-# ## 4. What the run really used
+# ## 4. What lives in the arena, and what does not
+#
+# The arena holds exactly the planned tensors: the activations and gradients that are not
+# graph outputs. Every other tensor has its own buffer, allocated once per run beside the
+# arena: the inputs and parameters (the executor's copies of the feeds), the constants,
+# and the graph outputs (the loss). A parameter's SGD update (kind `updated`) is written
+# over the parameter itself, so it takes no bytes of its own. The cell counts both sides
+# and checks that the executor's "unplanned" bytes are exactly the buffers outside it.
+
+# %%
+def where(graph, plan):
+    """Tensors by kind: those with an offset in the arena, and those with their own buffer."""
+    inside, outside = {}, {}
+    for t in graph.tensors.values():
+        if t.name in plan.offsets:
+            side, kind = inside, t.kind
+        else:
+            side = outside
+            kind = ("output" if t.name in graph.outputs and t.alias_of is None else t.kind)
+        n, b = side.get(kind, (0, 0))
+        side[kind] = (n + 1, b + (0 if t.alias_of else t.nbytes))
+    return inside, outside
+
+
+inside, outside = where(step, report.plan)
+print(f"{'':24}{'tensors':>8}{'bytes':>12}")
+for label, side in (("in the arena", inside), ("in buffers of their own", outside)):
+    print(label)
+    for kind, (n, b) in side.items():
+        print(f"  {kind:22}{n:>8}{b:>12,}")
+stats = ex_dev.last_stats
+own = sum(b for k, (n, b) in outside.items() if k != "const")
+assert stats.unplanned_bytes == own, (stats.unplanned_bytes, own)
+assert set(inside) <= {"activation", "gradient"}
+print(f"the {sum(b for _, b in inside.values()):,} B of planned tensors share an arena of "
+      f"{stats.arena_bytes:,} B; the run's unplanned bytes, {stats.unplanned_bytes:,} B, are "
+      f"the inputs, parameters and outputs above (the constants, loaded once when the "
+      f"executor is made, are not counted)")
+
+# %% [markdown]
+# Op **workspace** (the im2col columns of a convolution, say) is in neither: a kernel
+# allocates it while it runs and frees it when it returns. So a run holds at most
+# `arena + unplanned + the largest workspace` (`stats.expected_peak`) at one time.
+#
+# ## 5. What the run really used
 #
 # `last_stats` says what the plan expected (arena + unplanned + largest workspace) and what
 # was measured: the CuPy memory pool's bytes on a GPU, `tracemalloc`'s peak on NumPy.
@@ -95,7 +140,8 @@ print(f"device {DEVICE}: loss {float(out_dev[model.loss]):.6f}, reference "
 def show(stats, label):
     measured = "-" if stats.measured_peak is None else f"{stats.measured_peak:,} B"
     print(f"{label:18} arena {stats.arena_bytes:>9,} B  unplanned {stats.unplanned_bytes:>9,} B"
-          f"  workspace {stats.workspace_bytes:>8,} B  measured peak {measured}")
+          f"  workspace {stats.workspace_bytes:>8,} B  expected peak {stats.expected_peak:>9,} B"
+          f"  measured peak {measured}")
 
 
 show(ex_dev.last_stats, f"planned ({DEVICE})")
@@ -104,7 +150,7 @@ ex_none.run(feeds, measure=True)
 show(ex_none.last_stats, f"no reuse ({DEVICE})")
 
 # %% [markdown]
-# ## 5. Time per step
+# ## 6. Time per step
 #
 # A few steps on each device (the first run on a GPU includes CUDA's start-up; we skip it).
 # On a model this small the GPU may well be slower than NumPy: launching kernels costs
@@ -124,26 +170,20 @@ if DEVICE == "gpu":
     print(f"cpu: {time_steps(mg.Executor(step, report, device='cpu')) * 1000:.1f} ms per step")
 
 # %% [markdown]
-# ## 6. The GPU's rule: aligned offsets
+# ## 7. The GPU's rule: aligned offsets
 #
 # A float32 view must start at a multiple of 4 bytes, a float64 view at a multiple of 8.
 # NumPy tolerates a misaligned view (slowly); CuPy does not, so on a GPU the executor
 # refuses such a plan with a `DeviceError` naming the tensor. With `alignment=1` a planner
 # packs bytes tightly; where dtypes are mixed it can produce such offsets. A graph with a
-# float32 and a float64 branch:
+# float32 and a float64 branch (built in `minigraph/lessons/l08.py`, so that the exercise
+# checks below use the same graph):
 
 # %%
-with mg.name_scope():
-    a = mg.input("a", (3,))                      # 3 float32: 12 bytes
-    b = mg.input("b", (5,), dtype="float64")     # 5 float64: 40 bytes
-    ea, eb = mg.exp(a), mg.exp(b)
-    mixed = mg.Graph([mg.sum(ea * a), mg.sum(eb * b)], name="mixed")
-
-
-def misaligned(rep, graph):
-    """Planned tensors whose offset is not a multiple of their dtype's size."""
-    return [n for n, off in rep.plan.offsets.items()
-            if off % np.dtype(graph.tensor(n).dtype).itemsize]
+print(inspect.getsource(l08.mixed_graph))
+mixed = l08.mixed_graph()
+misaligned = l08.misaligned
+print(inspect.getsource(misaligned))
 
 
 tight = mg.plan_memory(mixed, mg.MemoryOptions(planner="refcount", alignment=1))
@@ -171,26 +211,15 @@ ANSWER_1 = None
 ANSWER_2 = None
 
 # %%
-def check_1(answer):
-    ok = [al for al in (1, 2, 4, 8, 16, 64, 512) if not misaligned(
-        mg.plan_memory(mixed, planner="refcount", alignment=al), mixed)]
-    return answer == ok[0], f"the smallest is {ok[0]}"
-
-
-def check_2(answer):
-    def arena(al):
-        return mg.plan_memory(step, inplace=True, planner="bestfit", alignment=al).arena_bytes
-    diff = arena(512) - arena(8)
-    return answer == diff, f"{diff} bytes"
-
-
-check_answers({1: (ANSWER_1, check_1), 2: (ANSWER_2, check_2)})
+check_answers({1: (ANSWER_1, l08.exercise_1), 2: (ANSWER_2, l08.exercise_2)})
 
 # %% [markdown]
 # ## Summary
 #
 # - The backend picks NumPy or CuPy once; kernels are written against `xp` and write
 #   into the buffers they are given, so one plan runs on both.
-# - On the device the plan is one allocation: the arena; every planned tensor is a view.
+# - On the device the arena is one allocation holding the planned tensors (activations and
+#   gradients), each a view; inputs, parameters, constants and outputs have buffers of
+#   their own, and each op's workspace comes and goes while it runs.
 # - The measured peak (CuPy's pool, or tracemalloc) is the check that the plan is real.
 # - The GPU adds one rule, alignment for the dtype; GE's 512 bytes satisfies it always.

@@ -19,7 +19,7 @@ from ..graph import Graph, fmt_bytes
 from ..memory.api import MemoryOptions, plan_memory, planning_buffers
 from ..memory.buffers import Buffer, Placement, align_up, theoretical_minimum
 from ..memory.liveness import liveness
-from ..memory.online import simulate
+from ..memory.online import make_allocator
 from ..memory.online.base import AllocatorResult
 from ..memory.online.trace import Event, as_trace, buffers_from_trace, trace_from_schedule
 from ..memory.orders import schedule as make_schedule
@@ -27,7 +27,7 @@ from ..memory.planners import PLANNERS, options_for, plan_buffers
 from ..runtime.dtr import budget_bounds
 from ..runtime.dtr import simulate as dtr_simulate
 
-ONLINE = ("first-fit", "best-fit", "caching", "gmlake")
+ONLINE = ("first-fit", "best-fit", "caching", "expandable", "expandable-2m", "gmlake")
 SLOW_PLANNERS = ("ilp", "anneal")
 
 
@@ -35,8 +35,9 @@ SLOW_PLANNERS = ("ilp", "anneal")
 class AllocatorRow:
     """One method on one trace. `reserved`: bytes held at the worst moment; `peak`: the
     trace's minimum (the most bytes alive at once, aligned); `fragmentation`: reserved
-    minus the most bytes in use at once; `device_calls`: segment allocations (None for a
-    static plan: one arena, one call)."""
+    minus the most bytes in use at once; `device_calls`: segment allocations, or map calls
+    for expandable segments (None for a static plan: one arena, one call); `pages`: the
+    physical pages an expandable segment mapped (None for the others)."""
     model: str
     trace: str
     method: str
@@ -47,6 +48,7 @@ class AllocatorRow:
     largest_free_ratio: float | None = None
     device_calls: int | None = None
     stitches: int | None = None
+    pages: int | None = None
     seconds: float = 0.0
     note: str = ""
 
@@ -63,10 +65,10 @@ class AllocatorRow:
 
 
 def _online_row(model: str, label: str, name: str, result: AllocatorResult, peak: int,
-                seconds: float) -> AllocatorRow:
+                seconds: float, pages: int | None = None) -> AllocatorRow:
     return AllocatorRow(model, label, name, "online", result.peak_reserved, peak,
                         result.fragmentation, result.largest_free_ratio,
-                        result.device_mallocs, result.stitches, seconds)
+                        result.device_mallocs, result.stitches, pages, seconds)
 
 
 def _online_rows(model: str, label: str, trace: list[Event], peak: int,
@@ -75,8 +77,10 @@ def _online_rows(model: str, label: str, trace: list[Event], peak: int,
     rows = []
     for name in allocators:
         t0 = time.perf_counter()
-        res = simulate(trace, name, **options.get(name, {}))
-        rows.append(_online_row(model, label, name, res, peak, time.perf_counter() - t0))
+        a = make_allocator(name, **options.get(name, {}))
+        res = a.replay(trace)
+        rows.append(_online_row(model, label, name, res, peak, time.perf_counter() - t0,
+                                getattr(a, "pages_mapped", None)))
     return rows
 
 
@@ -238,7 +242,8 @@ def format_rows(rows: Sequence[AllocatorRow]) -> str:
         lf = "-" if r.largest_free_ratio is None else f"{r.largest_free_ratio:.0%}"
         out.append(f"| {r.model} | {r.trace} | {r.method} | {r.kind} | {mib(r.reserved)} | "
                    f"{mib(r.peak)} | {ratio} | {mib(r.fragmentation)} | {lf} | "
-                   f"{'-' if r.device_calls is None else r.device_calls} | "
+                   f"{'-' if r.device_calls is None else r.device_calls}"
+                   f"{'' if r.pages is None else f' ({r.pages} pages)'} | "
                    f"{'-' if r.stitches is None else r.stitches} | {r.note} |")
     return "\n".join(out)
 

@@ -9,25 +9,76 @@ planning time. `add_arguments(parser)` fills an argparse (sub)parser; `run(args)
 the exit status: 0 fine, 2 a user's mistake (a bad file, option value, planner or model
 name), printed as one line with no traceback. A bad value is refused, never replaced.
 `Parser` is an ArgumentParser whose usage errors are that one line too.
+
+Planning that takes more than a second (anneal, ilp, search, or any planner on a big file)
+draws a tqdm progress bar on stderr when stderr is a terminal (`progress_bar`, `ticking`);
+stdout holds only the numbers, for pipes and tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import sys
+import threading
 import time
-from typing import NoReturn
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, TextIO
+
+from tqdm import tqdm
 
 from ..errors import MinigraphError
 from ..memory.api import MemoryOptions, plan_memory
 from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
 from ..memory.csvio import read_plan, read_problem, write_plan
 from ..memory.orders import ORDERS
-from ..memory.planners import get_planner, plan_buffers
+from ..memory.planners import JOINT_PLANNERS, get_planner, plan_buffers
 from ..models import MODELS, get_model
 
 USAGE_ERROR = 2       # the exit status of a user's mistake (argparse's own convention)
+PROGRESS_DELAY = 1.0  # seconds before a progress bar appears: quick work draws nothing
+
+
+def progress_bar(total: float | None = None, desc: str = "", file: TextIO | None = None,
+                 **kw: Any) -> tqdm:
+    """A tqdm bar on `file` (stderr), drawn only when that is a terminal and only once the
+    work has taken `PROGRESS_DELAY` seconds; stdout, which tests and pipes read, never
+    sees it."""
+    file = sys.stderr if file is None else file
+    on_terminal = bool(getattr(file, "isatty", lambda: False)())
+    return tqdm(total=total, desc=desc, file=file, delay=PROGRESS_DELAY, leave=False,
+                disable=not on_terminal, dynamic_ncols=True, **kw)
+
+
+@contextmanager
+def ticking(desc: str, seconds: float | None = None, file: TextIO | None = None,
+            tick: float = 0.1) -> Iterator[tqdm]:
+    """A bar that follows the clock while a planner searches: against its time limit
+    (`seconds`) when it has one, else the seconds so far. A planner reports no progress of
+    its own, so the bar says how much of its budget is spent, not how close it is."""
+    fmt = ("{desc}: {bar} {n:.1f}/{total:.1f} s" if seconds
+           else "{desc}: {n:.1f} s")
+    bar = progress_bar(seconds or None, desc, file, bar_format=fmt)
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def follow() -> None:
+        while not stop.wait(tick):
+            now = time.perf_counter() - t0
+            bar.update(min(now, seconds) - bar.n if seconds else now - bar.n)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    if not bar.disable:
+        thread.start()
+    try:
+        yield bar
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join()
+        bar.close()
 
 
 def one_line(message: object) -> str:
@@ -111,6 +162,16 @@ def _planner_args(args: argparse.Namespace) -> dict:
     return kw
 
 
+def _budget(planner: str, kw: dict) -> float | None:
+    """The seconds `planner` may search: the time limit given, else its own default."""
+    if "time_limit" in kw:
+        return kw["time_limit"]
+    fn = JOINT_PLANNERS.get(planner) or get_planner(planner)    # a joint one plans a graph
+    param = inspect.signature(fn).parameters.get("time_limit")
+    default = None if param is None else param.default
+    return float(default) if isinstance(default, (int, float)) and default > 0 else None
+
+
 def _check(args: argparse.Namespace) -> int:
     buffers, offsets = read_plan(args.check)
     validate_offsets(buffers, offsets)
@@ -123,10 +184,12 @@ def _check(args: argparse.Namespace) -> int:
 def _plan_csv(args: argparse.Namespace) -> int:
     buffers = read_problem(args.file)
     get_planner(args.planner)          # load the planners (and fail early) before timing
-    t0 = time.perf_counter()
     alignment = 1 if args.alignment is None else args.alignment
-    aligned, placement = plan_buffers(buffers, args.planner, alignment, **_planner_args(args))
-    took = time.perf_counter() - t0
+    kw = _planner_args(args)
+    with ticking(f"{args.planner} on {len(buffers)} buffers", _budget(args.planner, kw)):
+        t0 = time.perf_counter()
+        aligned, placement = plan_buffers(buffers, args.planner, alignment, **kw)
+        took = time.perf_counter() - t0
     print(f"{args.file}: planner {args.planner}, alignment {alignment}")
     _report(len(buffers), theoretical_minimum(aligned), placement.arena_bytes,
             took, placement.note, no_reuse=sum(b.size for b in aligned))
@@ -141,7 +204,9 @@ def _plan_model(args: argparse.Namespace) -> int:
     options = MemoryOptions(planner=args.planner, order=args.order,
                             alignment=512 if args.alignment is None else args.alignment,
                             planner_args=_planner_args(args))
-    report = plan_memory(graph, options)
+    with ticking(f"{args.planner} on {args.model}",
+                 _budget(args.planner, options.planner_args)):
+        report = plan_memory(graph, options)
     print(f"{args.model} (batch {args.batch}): {len(graph.nodes)} nodes, planner "
           f"{args.planner}, order {args.order}, alignment {options.alignment}")
     _report(len(report.plan.offsets), report.theoretical_minimum, report.arena_bytes,

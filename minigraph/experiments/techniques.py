@@ -54,6 +54,7 @@ class TechniqueRow:
     note: str = ""
     options: MemoryOptions | None = None
     report: MemoryReport | None = field(default=None, repr=False)
+    status: str = "ok"       # else what stopped the run ("thrashed", ...): no saving to show
 
     @property
     def saved_percent(self) -> float:
@@ -86,7 +87,8 @@ def technique_options(base: MemoryOptions | None = None, planners: Iterable[str]
     out = [("no reuse", "none", "baseline",
             base.replace(planner="none", inplace=False, colors=1, planner_args={}))]
     out.append(("in-place only", "none+inplace", "in-place",
-                base.replace(planner="none", inplace=True, colors=1, planner_args={})))
+                base.replace(planner="none", inplace=base.inplace or True, colors=1,
+                             planner_args={})))
     suffix = " + in-place" if base.inplace else ""
     for p in names:
         args = options_for(p, base.planner_args)     # each planner takes its own
@@ -166,12 +168,14 @@ def dtr_row(graph: Graph, budget: int | float, options: MemoryOptions | None = N
         trace = simulate(graph, ratio=budget, heuristic=heuristic, **kw) if ratio else \
             simulate(graph, budget=int(budget), heuristic=heuristic, **kw)
     except (BudgetError, ThrashError) as e:
-        arena = int(budget) if not ratio else \
-            max(0, budget_bounds(graph, **kw).arena_budget(float(budget)))
+        bounds = budget_bounds(graph, **kw)
+        arena = int(budget) if not ratio else max(0, bounds.arena_budget(float(budget)))
         what = "thrashes" if isinstance(e, ThrashError) else "cannot run"
+        status = "thrashed" if isinstance(e, ThrashError) else \
+            "below smallest budget" if arena < bounds.lower else "stuck"
         return TechniqueRow(label, "dtr", arena, no_reuse_bytes, minimum,
                             time.perf_counter() - t0, "dynamic",
-                            f"{what}: {str(e)[:120]}", None, None)
+                            f"{what}: {str(e)[:120]}", None, None, status)
     return TechniqueRow(label, "dtr", trace.budget, no_reuse_bytes, minimum,
                         time.perf_counter() - t0, "dynamic",
                         f"compute x{trace.overhead:.2f}", None, None)
@@ -212,10 +216,12 @@ class Row:
 
 
 def technique_rows(graph: Graph, time_limit: float = 0.5, ilp_max_buffers: int = 60,
-                   anneal_max_buffers: int = 2000, alignment: int = 512) -> list[Row]:
+                   anneal_max_buffers: int = 2000, alignment: int = 512,
+                   progress: Progress | None = None) -> list[Row]:
     """Plan `graph` with each technique in turn (each via `plan_memory`, each validated).
     The searching planners get `time_limit` seconds; the ILP is skipped above
-    `ilp_max_buffers` buffers, annealing above `anneal_max_buffers`."""
+    `ilp_max_buffers` buffers, annealing above `anneal_max_buffers`.
+    `progress(i, n, label)` is called before each row (the tour's progress bar)."""
     base = MemoryOptions(alignment=alignment)
     rows = [
         Row("no reuse", base),
@@ -232,7 +238,9 @@ def technique_rows(graph: Graph, time_limit: float = 0.5, ilp_max_buffers: int =
             planner=name, inplace=True,
             planner_args=options_for(name, {"time_limit": time_limit, "seed": 0}))))
     n_buffers = len(liveness(graph, alignment=alignment).planned())
-    for row in rows:
+    for i, row in enumerate(rows):
+        if progress is not None:
+            progress(i, len(rows), row.label)
         limit = {"ilp": ilp_max_buffers, "anneal": anneal_max_buffers}.get(
             row.options.planner)
         if limit is not None and n_buffers > limit:

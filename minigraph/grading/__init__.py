@@ -1,16 +1,31 @@
 """Automatic checks for the classroom assignments (minitorch style).
 
+In a notebook (the function is the notebook's own, checked in this process):
+
     from minigraph.grading import check_liveness, check_planner, check_heuristic
     check_liveness(my_liveness)      # A1: every tensor's [start, end] and bytes, the minimum
     check_planner(my_planner)        # A2: offsets for a list of Buffers
-    check_heuristic(my_heuristic)    # A3: an eviction score for DTR
+    check_heuristic(my_heuristic)    # A3: an eviction score for DTR (prints each case)
+    my_planner = load_solution("my_planner", default=my_planner)   # MINIGRAPH_SOLUTION
 
-Each check runs the function on many cases, each in a child process with a time limit,
-trusts nothing it returns (the validator, a re-execution in the arena, or the DTR
-runtime decides), and returns a `GradeReport`: cases passed, a score out of 100, the first
-failure shrunk to a small reproducer, and a comparison with the library's own versions.
-From the shell: `python -m minigraph.grading a2 path/to/solution.py` or
-`pytest tests/grading -m a2 --student path/to/solution.py` (docs/teaching.md).
+Grading a student's FILE (.py or .ipynb), which is never imported here:
+
+    grade("a2", "sub.py", progress=True, private=None) -> GradeReport
+    python -m minigraph.grading a2 sub.py [--json OUT] [--gradescope results.json]
+                                         [--min-score S] [--private DIR] [--quiet]
+    pytest tests/grading -m a2 --student sub.py
+
+`grade` imports the file in a child process (`sandbox.Submission`: its own interpreter,
+a memory limit, time limits on loading, on each call and on the whole session) that
+sends back only plain data; a file that exits, crashes, hangs or sends garbage scores 0
+with the reason, and the command exits 1. Of an .ipynb every code cell runs but those
+tagged "check" or "skip-grading" and nbgrader's autograded test cells (grade: true,
+solution: false). Each check runs the function on many cases,
+each in a forked process with a time limit, and trusts nothing it returns: the
+validator, a re-execution in the arena, or a replay of the eviction choices in DTR's
+runtime decides. A `GradeReport` holds the cases passed, a score out of 100, the first
+failure shrunk to a reproducer, a comparison with the library's own versions;
+`to_json()` and `to_gradescope()` (Gradescope's results.json) write it out.
 """
 
 from __future__ import annotations
@@ -25,6 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..errors import GradingError
 from .heuristic import (  # noqa: F401
     CandidateView,
     HeuristicFault,
@@ -35,6 +51,7 @@ from .heuristic import (  # noqa: F401
 from .liveness import check_liveness  # noqa: F401
 from .planner import check_planner  # noqa: F401
 from .report import CaseResult, GradeReport  # noqa: F401
+from .sandbox import Submission
 
 SOLUTION_ENV = "MINIGRAPH_SOLUTION"
 
@@ -52,9 +69,10 @@ def reference_solution_path(assignment: str) -> Path:
     return root / "lessons" / "assignments" / "solutions" / ASSIGNMENTS[assignment][2]
 
 
-def _notebook_source(path: Path) -> str:
+def notebook_source(path: Path) -> str:
     """The code cells of a notebook a grader should run: all but those tagged "check"
-    (the cell that grades) or "skip-grading"; IPython magics and shell lines dropped."""
+    (the cell that grades) or "skip-grading" and nbgrader's autograded test cells
+    (grade: true, solution: false); IPython magics and shell lines dropped."""
     import json
     nb = json.loads(path.read_text())
     parts = []
@@ -62,7 +80,8 @@ def _notebook_source(path: Path) -> str:
         if cell.get("cell_type") != "code":
             continue
         tags = set(cell.get("metadata", {}).get("tags", []))
-        if tags & {"check", "skip-grading"}:
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        if tags & {"check", "skip-grading"} or (nbg.get("grade") and not nbg.get("solution")):
             continue
         src = cell.get("source", "")
         src = "".join(src) if isinstance(src, list) else src
@@ -72,7 +91,9 @@ def _notebook_source(path: Path) -> str:
 
 
 def load_module(path: str | os.PathLike) -> ModuleType:
-    """Import a student's `.py` file, or run the code cells of their `.ipynb`, as a module."""
+    """Import a `.py` file, or run the code cells of an `.ipynb`, as a module IN THIS
+    PROCESS: for trusted files (a notebook's `load_solution`, tests); `grade` runs a
+    student's file in a child process instead."""
     path = Path(path).resolve()
     if not path.exists():
         raise FileNotFoundError(f"no such solution file: {path}")
@@ -82,8 +103,9 @@ def load_module(path: str | os.PathLike) -> ModuleType:
         if path.suffix == ".ipynb":
             module = ModuleType(name)
             module.__file__ = str(path)
+            module.__dict__["display"] = lambda *a, **k: None   # IPython's, outside IPython
             sys.modules[name] = module
-            code = compile(_notebook_source(path), str(path), "exec")
+            code = compile(notebook_source(path), str(path), "exec")
             with contextlib.redirect_stdout(io.StringIO()):   # the demo cells' prints
                 exec(code, module.__dict__)   # noqa: S102  grading runs the student's code
             return module
@@ -122,9 +144,39 @@ def load_solution(name: str, default: Callable | None = None) -> Callable | None
     return load_function(where, name)
 
 
-def grade(assignment: str, path: str | os.PathLike | None = None, **kw: Any) -> GradeReport:
-    """Grade the student's file at `path` (default: the reference solution) for
-    assignment "a1", "a2" or "a3"; keywords go to the check."""
-    check, name, _ = ASSIGNMENTS[assignment.lower()]
-    fn = load_function(path or reference_solution_path(assignment.lower()), name)
-    return check(fn, **kw)
+def _preload() -> None:
+    """Import now every module the checks would import later: the submission's process
+    runs as the same user, and could rewrite a source file this process has yet to read.
+    (The cases, private ones included, are read before the submission starts, too.)"""
+    from ..memory import liveness, plan  # noqa: F401
+    from ..models import get_model  # noqa: F401
+    from ..runtime import executor  # noqa: F401
+    from ..runtime.dtr import executor as dtr_executor  # noqa: F401
+    from ..runtime.dtr import program, simulate  # noqa: F401
+    from .planner import library_planners
+    library_planners()
+
+
+def grade(assignment: str, path: str | os.PathLike | None = None, *,
+          progress: bool = False, **kw: Any) -> GradeReport:
+    """Grade the file at `path` (default: the reference solution) for assignment "a1",
+    "a2" or "a3", the file imported and run only in a child process (`Submission`);
+    `progress` prints each case as it is judged; other keywords go to the check. A file
+    that cannot be loaded, or whose process exits, hangs or sends garbage, fails every
+    case it did not answer, and the report's status says why."""
+    key = assignment.lower()
+    if key not in ASSIGNMENTS:
+        raise GradingError(f"assignment {assignment!r}: expected one of "
+                           f"{', '.join(sorted(ASSIGNMENTS))}")
+    check, name, _ = ASSIGNMENTS[key]
+    _preload()
+    with Submission(path or reference_solution_path(key), name) as sub:
+        if progress:
+            print(f"grading {sub.path} ({key}: {name}), in a child process; each case as "
+                  "it is judged:", flush=True)
+        report = check(sub, progress=progress, **kw)   # the child starts at the first call
+        if sub.problem:
+            report.status = f"not graded: {sub.problem.splitlines()[0]}"
+            if "\n" in sub.problem:
+                report.notes.append(sub.problem)
+    return report

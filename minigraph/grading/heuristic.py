@@ -8,15 +8,19 @@ being run, or about to be), and must keep the pinned ones out: `math.inf` means 
 evict this one". Everything else `t` offers is the runtime's `TensorView` (size, cost,
 staleness, recomputes, neighbour costs...), read-only.
 
-Each case runs a model's training step for real, in a child process, under a budget of
-80, 60 or 40% of the TOTAL no-rematerialisation peak: everything the step holds
-(parameters, inputs, outputs + the arena of activations, gradients and workspace), the DTR
-paper's definition; the arena gets ratio x total - external bytes (`Bounds.arena_budget`).
-It passes when the run finishes, every eviction was of an unpinned tensor, every score was
-a number, and the outputs equal a plain run's bit for bit. Points: 0.6 for passing plus
-0.4 x min(1, DTR's compute overhead / yours) - matching DTR's own heuristic gets full
-marks. LRU and MegEngine's formula are shown for comparison; a run that thrashes counts
-as the thrash limit (x10) in the table's geometric mean.
+Each case runs a model's training step under a budget of 80, 60 or 40% of the TOTAL
+no-rematerialisation peak: everything the step holds (parameters, inputs, outputs + the
+arena of activations, gradients and workspace), the DTR paper's definition; the arena gets
+ratio x total - external bytes (`Bounds.arena_budget`). The student's heuristic runs in a
+child process, simulated (`record_choices`: the same decisions as a real run), and sends
+back only its eviction choices; the grader replays them for real, NumPy kernels and all,
+in its own runtime (`replay_choices`), where each must be a candidate and not pinned, and
+judges that run. It passes when the run finishes, every eviction was of an unpinned
+tensor, every score was a number, and the outputs equal a plain run's bit for bit.
+Points: 0.6 for passing plus 0.4 x min(1, DTR's compute overhead / yours) - matching
+DTR's own heuristic gets full marks. LRU and MegEngine's formula are shown for
+comparison; a run that thrashes counts as the thrash limit (x10) in the table's
+geometric mean.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from ..examples import linear_chain
 from ..feeds import random_feeds
 from ..graph import Graph
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
-from .runner import Outcome, one_blas_thread, run_case, scaled
+from .runner import Outcome, Remote, is_number, one_blas_thread, run_case, scaled
 
 PASS_POINTS = 0.6
 RATIOS = (0.8, 0.6, 0.4)
@@ -136,6 +140,7 @@ def _guarded_runtime_class():
             self.trace.heuristic = getattr(student, "__name__", "student")
             self.calls = 0
             self.every_inf = False
+            self.choices: list[str | None] = []   # each choose_victim's answer, in order
 
         def _score(self, v: CandidateView, now: float) -> float:
             self.calls += 1
@@ -169,8 +174,10 @@ def _guarded_runtime_class():
                 if best_view.pinned:
                     raise HeuristicFault("pinned", f"score {best_s:g}", best_view.as_dict(),
                                          now, best_s)
+                self.choices.append(best.name)
                 return best
             self.every_inf = bool(candidates)
+            self.choices.append(None)
             return None
 
     return GuardedRuntime
@@ -216,34 +223,125 @@ def _digests(outputs: dict) -> dict[str, str]:
             for k, v in outputs.items()}
 
 
-def run_student(student: Callable, case: HeuristicCase,
-                thrash_limit: float = THRASH_LIMIT) -> dict:
-    """Run the case's model for real under DTR with the student's scores (in the child)."""
-    from ..runtime.dtr.executor import ArrayBackend
-    program = case_program(case)
-    budget, clamped = budget_for(program, case.ratio, case.ratio_of)
-    backend = ArrayBackend(case.graph, "cpu", case.feeds(), 0, 0, False)
-    rt = _guarded_runtime_class()(program, budget, student, backend=backend,
-                                  thrash_limit=thrash_limit)
-    b = program.bounds()
-    base = {"budget": budget, "clamped": clamped, "peak": b.peak, "total": b.total,
-            "external": b.external}
+def case_spec(case: HeuristicCase, thrash_limit: float = THRASH_LIMIT) -> dict[str, Any]:
+    """What the student's side needs to run a case: the graph, how to cost it, the budget."""
+    budget, _ = budget_for(case_program(case), case.ratio, case.ratio_of)
+    return {"graph": case.graph, "alignment": case.alignment, "costs": case.costs,
+            "budget": budget, "thrash_limit": thrash_limit}
+
+
+def record_choices(student: Callable, spec: dict[str, Any]) -> dict:
+    """Run a case simulated (the same decisions as a real run, without the kernels) with
+    the student's scores, and return the eviction choices it made - the tensor named by
+    each `choose_victim` call, None where every candidate scored math.inf - or the fault
+    that stopped it. Runs where the student's code runs (a child process); the parent
+    replays the choices (`replay_choices`), so an answer earns only what its choices
+    earn in the grader's own runtime, and a claimed fault earns 0."""
+    program = _program_of(spec["graph"], spec["alignment"], spec["costs"])
+    rt = _guarded_runtime_class()(program, spec["budget"], student,
+                                  thrash_limit=spec["thrash_limit"])
     try:
-        tr = rt.run()
+        rt.run()
     except HeuristicFault as e:
-        return {**base, "fault": e.kind, "message": str(e), "call": e.call, "now": e.now,
+        return {"fault": e.kind, "message": str(e), "call": e.call, "now": e.now,
                 "returned": e.returned, "traceback": e.tb}
     except ThrashError:
         tr, cost = rt.trace, program.base_cost
         extra = f"{tr.extra_cost / cost:.1f}x" if cost else f"{tr.extra_cost:g} units of"
-        return {**base, "fault": "thrash", "message": (
+        return {"fault": "thrash", "message": (
             f"stopped after {tr.rematerializations} op replays: recomputation had cost "
-            f"{extra} the base compute (the limit is {thrash_limit:g}x)")}
+            f"{extra} the base compute (the limit is {spec['thrash_limit']:g}x)")}
     except BudgetError as e:
-        return {**base, "fault": "stuck", "message": str(e), "every_inf": rt.every_inf}
+        return {"fault": "stuck", "message": str(e), "every_inf": rt.every_inf}
+    return {"choices": rt.choices, "calls": rt.calls}
+
+
+class ReplayFault(Exception):
+    """Eviction choices that do not fit the run they claim to come from."""
+
+
+def _replay_runtime_class():
+    from ..runtime.dtr import DTRRuntime
+
+    class ReplayRuntime(DTRRuntime):
+        """DTR evicting exactly the recorded choices, in order: each must be one of the
+        candidates offered at that point and not pinned (the runtime decides the rest)."""
+
+        def __init__(self, program: Any, budget: int, choices: Sequence, **kw: Any):
+            super().__init__(program, budget, "dtr", **kw)
+            self.choices, self.used = choices, 0
+
+        def choose_victim(self, candidates: list, need: int) -> Any:
+            if self.used >= len(self.choices):
+                raise ReplayFault(f"the run needed more than the {len(self.choices)} "
+                                  "eviction choices that came back")
+            name = self.choices[self.used]
+            self.used += 1
+            if name is None:
+                return None
+            for t in candidates:
+                if t.name == name:
+                    if t.pinned:
+                        raise HeuristicFault("pinned", "a pinned tensor chosen",
+                                             CandidateView(t, True).as_dict(), self.now, "?")
+                    return t
+            raise ReplayFault(f"choice {self.used} evicts {name!r}, which was not a "
+                              "candidate at that point")
+
+    return ReplayRuntime
+
+
+def replay_choices(case: HeuristicCase, choices: Any,
+                   thrash_limit: float = THRASH_LIMIT) -> dict:
+    """Run the case's model for real (NumPy kernels) in THIS process, evicting what
+    `choices` says; the trace's numbers (overhead, evictions, high-water mark, output
+    digests) are the runtime's own, never the student's side's."""
+    from ..runtime.dtr.executor import ArrayBackend
+    program = case_program(case)
+    budget, clamped = budget_for(program, case.ratio, case.ratio_of)
+    b = program.bounds()
+    base = {"budget": budget, "clamped": clamped, "peak": b.peak, "total": b.total,
+            "external": b.external}
+    if not isinstance(choices, list) or not all(c is None or isinstance(c, str)
+                                                for c in choices):
+        return {**base, "fault": "replay", "message": "the eviction choices that came back "
+                "are not a list of tensor names"}
+    backend = ArrayBackend(case.graph, "cpu", case.feeds(), 0, 0, False)
+    rt = _replay_runtime_class()(program, budget, choices, backend=backend,
+                                 thrash_limit=thrash_limit)
+    try:
+        tr = rt.run()
+        if rt.used != len(choices):
+            raise ReplayFault(f"{len(choices)} eviction choices came back, the run used "
+                              f"{rt.used}")
+    except HeuristicFault as e:
+        return {**base, "fault": e.kind, "message": str(e), "call": e.call, "now": e.now,
+                "returned": e.returned}
+    except ReplayFault as e:
+        return {**base, "fault": "replay", "message": str(e)}
+    except ThrashError:
+        return {**base, "fault": "thrash", "message": (
+            f"stopped after {rt.trace.rematerializations} op replays (the limit is "
+            f"{thrash_limit:g}x the base compute)")}
+    except BudgetError as e:
+        return {**base, "fault": "stuck", "message": str(e)}
     return {**base, "overhead": tr.overhead, "extra_compute": tr.extra_compute,
             "evictions": tr.evictions, "replays": tr.rematerializations,
-            "max_used": tr.max_used, "calls": rt.calls, "digests": _digests(tr.outputs)}
+            "max_used": tr.max_used, "digests": _digests(tr.outputs)}
+
+
+def run_student(student: Callable, case: HeuristicCase,
+                thrash_limit: float = THRASH_LIMIT) -> dict:
+    """Both halves in this process: the choices with the student's scores, then their
+    real replay (what `check_heuristic` does across two processes)."""
+    r = record_choices(student, case_spec(case, thrash_limit))
+    if "fault" in r:
+        program = case_program(case)
+        budget, clamped = budget_for(program, case.ratio, case.ratio_of)
+        b = program.bounds()
+        return {"budget": budget, "clamped": clamped, "peak": b.peak, "total": b.total,
+                "external": b.external, **r}
+    return {**replay_choices(case, r["choices"], thrash_limit), "calls": r["calls"]}
 
 
 def run_heuristic(fn: Callable, graph: Graph, ratio: float | None = None,
@@ -363,14 +461,16 @@ def reference_digests(case: HeuristicCase) -> dict[str, str]:
 @one_blas_thread()
 def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = None,
                     private: Any = None, time_limit: float | None = None, mode: str = "auto",
-                    max_timeouts: int = 2, baselines: Sequence[str] = BASELINES
-                    ) -> GradeReport:
+                    max_timeouts: int = 2, baselines: Sequence[str] = BASELINES,
+                    progress: bool = True) -> GradeReport:
     """Grade `fn(t, now) -> score` (lowest evicted first; `math.inf` for tensors that
     must stay, pinned ones above all) on the chain and three models at 80/60/40% of the
     total peak, plus private cases (`private`, or `MINIGRAPH_PRIVATE_CASES`). Each case
-    runs in a child process with `time_limit` seconds (default `TIME_LIMIT` x
-    `time_scale()`); BLAS runs on one thread (`one_blas_thread`), which the runs and the
-    plain reference run share."""
+    runs simulated with the student's scores in a child process with `time_limit`
+    seconds (default `TIME_LIMIT` x `time_scale()`), which returns its eviction choices;
+    they are replayed here, for real, in the runtime (`replay_choices`), and that run is
+    judged. BLAS runs on one thread (`one_blas_thread`). `fn` may be a `Submission` (a
+    student's file in its own process); `progress` prints each case as it is judged."""
     if time_limit is None:
         time_limit = scaled(TIME_LIMIT)
     if cases is None:
@@ -378,8 +478,8 @@ def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = Non
     skipped = [c for c in cases if baseline("dtr", c) is None]
     cases = [c for c in cases if baseline("dtr", c) is not None]
     results, outcomes, status = run_cases(
-        cases, lambda case: run_case(run_student, (fn, case), time_limit=time_limit, mode=mode),
-        judge_run, max_timeouts)
+        cases, lambda case: _record(fn, case, time_limit, mode), judge_run, max_timeouts,
+        progress)
     report = GradeReport(
         "A3 eviction heuristic", results, status,
         scoring=f"per case {PASS_POINTS:g} for a correct run + {1 - PASS_POINTS:.1g} x "
@@ -405,6 +505,15 @@ def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = Non
     return report
 
 
+def _record(fn: Callable, case: HeuristicCase, time_limit: float, mode: str) -> Outcome:
+    """The student's half of a case, where the student's code runs: `record_choices` in
+    a forked child, or in the `Submission`'s process."""
+    spec = case_spec(case)
+    if isinstance(fn, Remote):
+        return fn.call(record_choices, (spec,), {}, time_limit)
+    return run_case(record_choices, (fn, spec), time_limit=time_limit, mode=mode)
+
+
 def budget_definition(cases: Sequence[HeuristicCase]) -> str:
     """One line for the report header: what the cases' percentages are a ratio of."""
     kinds = {c.ratio_of for c in cases} or {RATIO_OF}
@@ -428,6 +537,10 @@ def _not_implemented(o: Outcome) -> bool:
 
 
 def judge_run(case: HeuristicCase, out: Outcome) -> CaseResult:
+    """Judge one case from what the student's side sent: a fault fails it (0 points,
+    whatever the fault claims); eviction choices are replayed here, and the replay decides:
+    it must finish, fit the budget, give a plain run's outputs bit for bit; its compute
+    overhead against DTR's own gives the points."""
     def fail(msg: str, fault: str = "") -> CaseResult:
         return CaseResult(case.name, case.source, False, 0.0, msg, out.seconds,
                           {"fault": fault} if fault else {}, printed=out.printed)
@@ -435,10 +548,22 @@ def judge_run(case: HeuristicCase, out: Outcome) -> CaseResult:
     if not out.ok:
         return fail(f"the run {out.describe()}" + ("\n" + out.traceback if out.traceback
                                                    else ""))
-    r = out.value
-    if not isinstance(r, dict):
-        return fail(f"the run returned {r!r} instead of a result")
-    budget = r.get("budget")
+    sent = out.value
+    if not isinstance(sent, dict) or ("fault" not in sent and "choices" not in sent):
+        return fail(f"the run sent back {str(sent)[:80]} instead of its eviction choices")
+    if "fault" in sent:
+        program = case_program(case)
+        budget, clamped = budget_for(program, case.ratio, case.ratio_of)
+        b = program.bounds()
+        now, call = sent.get("now", 0.0), sent.get("call")
+        r = {**sent, "budget": budget, "clamped": clamped, "peak": b.peak, "total": b.total,
+             "external": b.external, "fault": str(sent["fault"])[:20],
+             "message": str(sent.get("message", ""))[:2000],
+             "now": float(now) if is_number(now) else 0.0,
+             "call": call if isinstance(call, dict) else None}
+    else:
+        r = replay_choices(case, sent["choices"])
+    budget = r["budget"]
     where = describe_budget(r, case.ratio, case.ratio_of)
     fault = r.get("fault")
     if fault:
@@ -483,6 +608,9 @@ def explain_fault(r: dict, where: str) -> str:
     if fault == "thrash":
         return (f"the run thrashed ({where}): {r['message']}. A heuristic that evicts "
                 "what is about to be needed recomputes the same tensors over and over.")
+    if fault == "replay":
+        return (f"the eviction choices your run sent back do not replay ({where}): "
+                f"{r['message']}. They must come from running the case with your heuristic.")
     if fault == "stuck":
         hint = (" Your heuristic scored every candidate math.inf, so nothing could be "
                 "evicted; only pinned tensors should get math.inf." if r.get("every_inf")
@@ -509,7 +637,7 @@ def heuristic_reproducer(fn: Callable, case: HeuristicCase, out: Outcome) -> str
         return "(a private case: not shown)"
     r = out.value if out.ok and isinstance(out.value, dict) else {}
     call = r.get("call")
-    if not call:
+    if not call or not isinstance(call, dict):
         return ""
     name = getattr(fn, "__name__", "fn")
     fields = ", ".join(f"{k}={v!r}" for k, v in call.items())

@@ -24,19 +24,20 @@ from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case, scale
 
 def check_liveness(fn: Callable, *, cases: Sequence[GraphCase] | None = None,
                    private: Any = None, seed: int = 0, time_limit: float | None = None,
-                   mode: str = "auto", shrink: bool = True, max_timeouts: int = 2
-                   ) -> GradeReport:
+                   mode: str = "auto", shrink: bool = True, max_timeouts: int = 2,
+                   progress: bool = False) -> GradeReport:
     """Grade `fn(graph, schedule, alignment) -> (intervals, minimum)` on the public cases
     (`seed` picks the generated ones), plus private cases (`private`: a directory or a
     seed; default from `MINIGRAPH_PRIVATE_CASES`). One point per case that is entirely
     right; each case runs in a child process with `time_limit` seconds (default
-    `DEFAULT_TIME_LIMIT` x `time_scale()`)."""
+    `DEFAULT_TIME_LIMIT` x `time_scale()`). `fn` may be a `Submission` (a student's file
+    in its own process); `progress` prints each case as it is judged."""
     if time_limit is None:
         time_limit = scaled(DEFAULT_TIME_LIMIT)
     if cases is None:
         cases = liveness_cases(seed) + private_liveness_cases(private)
     results, outcomes, status = run_cases(
-        cases, lambda case: _run(fn, case, time_limit, mode), _judge, max_timeouts)
+        cases, lambda case: _run(fn, case, time_limit, mode), _judge, max_timeouts, progress)
     report = GradeReport("A1 liveness", results, status,
                          scoring="1 point per case with every interval and the minimum right")
     finish_report(report, cases, results, outcomes,

@@ -40,13 +40,15 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
                   private: Any = None, seed: int = 0, time_limit: float | None = None,
                   mode: str = "auto", shrink: bool = True, max_timeouts: int = 2,
                   baseline: str = BASELINE, leaderboard: bool | Sequence[str] = True,
-                  execute: bool = True) -> GradeReport:
+                  execute: bool = True, progress: bool = False) -> GradeReport:
     """Grade `fn(buffers) -> {id: offset}` on the public cases (graphs' liveness buffers,
     edge cases, hard instances with a known optimum, random lists; `seed` picks the
     generated ones), plus private cases (`private`, or `MINIGRAPH_PRIVATE_CASES`).
     `leaderboard`: True for every library planner, a list of names, or False. Each case
     runs in a child process with `time_limit` seconds (default `DEFAULT_TIME_LIMIT` x
-    `time_scale()`); BLAS runs on one thread (`one_blas_thread`)."""
+    `time_scale()`); BLAS runs on one thread (`one_blas_thread`). `fn` may be a
+    `Submission` (a student's file in its own process); `progress` prints each case as
+    it is judged."""
     if time_limit is None:
         time_limit = scaled(DEFAULT_TIME_LIMIT)
     if cases is None:
@@ -56,7 +58,7 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
     results, outcomes, status = run_cases(
         cases, lambda case: _run(fn, case.buffers, time_limit, mode),
         lambda case, out: judge_plan(case, out, base[case.name], baseline, execute)[0],
-        max_timeouts)
+        max_timeouts, progress)
     report = GradeReport(
         "A2 planner", results, status,
         scoring=f"per case {VALID_POINTS:g} for a valid plan + {1 - VALID_POINTS:.1g} x "

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from . import ASSIGNMENTS, load_function, reference_solution_path
+from . import grade, reference_solution_path
 from .report import GradeReport
 
 # The pytest grading keeps the A2 leaderboard to the fast planners.
@@ -36,12 +36,12 @@ _reports: dict[tuple[str, str], GradeReport] = {}
 
 
 def graded(config: pytest.Config, assignment: str) -> GradeReport:
-    """The report of one assignment for the file to grade, computed once per session."""
+    """The report of one assignment for the file to grade, computed once per session; the
+    file is imported and run only in a child process (`grade`)."""
     path = student_file(config, assignment)
     key = (assignment, path)
     if key not in _reports:
-        check, name, _ = ASSIGNMENTS[assignment]
-        report = check(load_function(path, name), **PYTEST_OPTIONS.get(assignment, {}))
+        report = grade(assignment, path, **PYTEST_OPTIONS.get(assignment, {}))
         print(f"\n[{assignment}] {path}\n{report.summary()}")
         _reports[key] = report
     return _reports[key]

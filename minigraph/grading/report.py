@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +53,8 @@ class GradeReport:
 
     @property
     def score(self) -> float:
-        if not self.cases or self.status == NOT_IMPLEMENTED:
+        if not self.cases or self.status == NOT_IMPLEMENTED or \
+                self.status.startswith("not graded"):   # exited, hung, or changed the grader
             return 0.0
         return round(100.0 * sum(c.points for c in self.cases) / len(self.cases), 2)
 
@@ -142,6 +144,27 @@ class GradeReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, default=str)
 
+    def to_gradescope(self) -> dict[str, Any]:
+        """Gradescope's results.json: the score out of 100 and one test per case worth
+        100 / cases (so the tests add up to the score); private cases are shown only
+        after the grades are published. Spec: gradescope-autograders.readthedocs.io."""
+        n = max(len(self.cases), 1)
+        share = 100.0 / n
+        implemented = self.status != NOT_IMPLEMENTED
+        tests = []
+        for c in self.cases:
+            output = c.message or ("passed" if c.passed else "failed")
+            if c.printed:
+                output += "\nyour function printed:\n" + c.printed.strip()[-1000:]
+            t = {"name": f"{self.assignment}: {c.name}",
+                 "score": round(share * c.points, 4) if implemented else 0.0,
+                 "max_score": round(share, 4), "output": output,
+                 "status": "passed" if c.passed else "failed"}
+            if c.source == "private":
+                t["visibility"] = "after_published"
+            tests.append(t)
+        return {"score": self.score, "output": self.summary(), "tests": tests}
+
     def assert_full_marks(self) -> GradeReport:
         """Raise AssertionError with the summary unless every case earned full points."""
         if not self.full_marks:
@@ -155,18 +178,32 @@ class GradeReport:
         return self
 
 
+def progress_line(k: int, n: int, r: CaseResult, seconds: float) -> str:
+    """One line per judged case, printed while a check runs (a long check must not look
+    hung): position, name, verdict, points, seconds (the run and the judging)."""
+    verdict = "ok" if r.passed else "FAILED"
+    first = r.message.splitlines()[0][:70] if r.message else ""
+    return (f"  [{k:>{len(str(n))}}/{n}] {r.name:<24} {verdict:<6} {100 * r.points:5.1f}%"
+            f" {seconds:6.1f} s" + (f"  {first}" if first and not r.passed else ""))
+
+
 def run_cases(cases: Sequence[Any], run: Callable[[Any], Any],
-              judge: Callable[[Any, Any], CaseResult], max_timeouts: int
-              ) -> tuple[list[CaseResult], list[Any], str]:
-    """Run and judge the cases in order -> (results, outcomes, status). After
-    `max_timeouts` time-outs the remaining cases are marked "not run" and the status says so."""
+              judge: Callable[[Any, Any], CaseResult], max_timeouts: int,
+              progress: bool = False) -> tuple[list[CaseResult], list[Any], str]:
+    """Run and judge the cases in order -> (results, outcomes, status), printing each as it
+    is judged with `progress`. After `max_timeouts` time-outs the remaining cases are
+    marked "not run" and the status says so."""
     results: list[CaseResult] = []
     outcomes: list[Any] = []
     timeouts, status = 0, "graded"
     for k, case in enumerate(cases):
+        t0 = time.perf_counter()
         out = run(case)
         outcomes.append(out)
         results.append(judge(case, out))
+        if progress:
+            print(progress_line(k + 1, len(cases), results[-1], time.perf_counter() - t0),
+                  flush=True)
         timeouts += out.status == "timeout"
         if timeouts >= max_timeouts and k + 1 < len(cases):
             status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
@@ -183,10 +220,14 @@ def _raised_not_implemented(o: Any) -> bool:
 def finish_report(report: GradeReport, cases: Sequence[Any], results: Sequence[CaseResult],
                   outcomes: Sequence[Any], reproduce: Callable[[Any, Any], str],
                   not_implemented: Callable[[Any], bool] = _raised_not_implemented) -> bool:
-    """Mark `report` NOT_IMPLEMENTED if every run was a stub (returns True: nothing more to
-    add), else attach a reproducer for the first failing case that ran (returns False)."""
+    """Mark `report` NOT_IMPLEMENTED if every run was a stub, or "not graded" if no run
+    could be made (the file did not load: returns True, nothing more to add), else attach
+    a reproducer for the first failing case that ran (returns False)."""
     if outcomes and all(not_implemented(o) for o in outcomes):
         report.status = NOT_IMPLEMENTED
+        return True
+    if outcomes and all(o.status == "lost" for o in outcomes):
+        report.status = "not graded: " + outcomes[0].error.splitlines()[0]
         return True
     first = next((i for i, r in enumerate(results) if not r.passed), None)
     if first is not None and first < len(outcomes):

@@ -1,6 +1,9 @@
 """Running a student's function on one case: in a forked process, with a time limit.
 
-A student's code is never run in the grader's own process when the platform can fork:
+(A student's FILE is never even imported in the grader's process: `sandbox.Submission`
+imports it in a child interpreter, which runs each call as below and sends back plain
+data; `run_case` hands such a `Remote` function its calls.) A student's function is
+never run in the grader's own process when the platform can fork:
 each call gets a fresh child (a few milliseconds), so a hang is killed at the time limit,
 a crash (even `os._exit`) is reported, global state a solution changes does not leak
 into the next case, and whatever the function prints is captured for the report. The
@@ -120,7 +123,7 @@ class Garbage:
 @dataclass
 class Outcome:
     """What came back from one call: a plain value, or why there is none."""
-    status: str                 # "ok", "error", "timeout", "crash"
+    status: str                 # "ok", "error", "timeout", "crash", "lost"
     value: Any = None
     error: str = ""             # exception type and message, or what went wrong
     error_type: str = ""        # e.g. "NotImplementedError"
@@ -139,7 +142,22 @@ class Outcome:
             return f"did not finish within the time limit of {self.error}"
         if self.status == "crash":
             return f"crashed the worker process ({self.error})"
+        if self.status == "lost":
+            return f"could not be run: {self.error}"
         return "returned normally"
+
+
+class Remote:
+    """A function that lives in another process (`sandbox.Submission`): `run_case` hands
+    it the call instead of running anything here."""
+
+    __name__ = "remote"
+
+    def call(self, target: Callable | None, args: tuple, kwargs: Mapping,
+             time_limit: float) -> Outcome:
+        """`fn(*args)`, or `target(fn, *args)` with `target` a grading function, run
+        over there; what came back, as an `Outcome` of plain data."""
+        raise NotImplementedError
 
 
 def plain(x: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
@@ -251,10 +269,12 @@ def run_case(fn: Callable, args: tuple = (), kwargs: Mapping | None = None,
     """Call `fn(*args, **kwargs)` (then `post` on its result, in the same place) with a
     time limit (default `DEFAULT_TIME_LIMIT`, scaled). `mode`: "process" (a forked child),
     "thread", "inline" (no limit: for debugging), or "auto" (process where the platform
-    can fork)."""
+    can fork). A `Remote` function (a student's file in its own process) is called there."""
     kwargs = dict(kwargs or {})
     if time_limit is None:
         time_limit = scaled(DEFAULT_TIME_LIMIT)
+    if isinstance(fn, Remote):
+        return fn.call(None, args, kwargs, time_limit)
     if mode == "auto":
         mode = "process" if can_fork() else "thread"
     t0 = time.perf_counter()

@@ -19,36 +19,47 @@ import numpy as np
 from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, arena_size, theoretical_minimum
-from .coloring import tensor_colors
-from .inplace import inplace_pairs, merge_inplace
+from .coloring import check_coloring, safe_pairs, safe_placement, tensor_colors
+from .inplace import INPLACE_RULES, inplace_pairs, merge_inplace
 from .liveness import Liveness, liveness
 from .orders import ORDERS, schedule
 from .plan import MemoryPlan
-from .planners import plan_buffers
+from .planners import JOINT_PLANNERS, plan_buffers
+from .planners.joint import plan_jointly
 
 
 @dataclass(frozen=True)
 class MemoryOptions:
-    """The switches a notebook flips. `planner` names a planner of `PLANNERS`; `colors=k`
-    keeps k colour classes apart (parallel-safe sharing); `planner_args` are the planner's
-    options (e.g. match_range, time_limit, seed): one it does not take raises PlanError.
-    A value of the wrong type or range (alignment or colors < 1, an unknown order) raises
-    PlanError when the options are made."""
-    inplace: bool = False
+    """The switches a notebook flips. `inplace` is False, True (nnvm's rule: the op is the
+    input's last reader; "last-reader" means the same and is stored as True) or "strict"
+    (the op is the input's only reader [Chen 2016], [Huawei GE]; see `inplace.py`).
+    `planner` names a planner of `PLANNERS`; `colors=k` keeps k colour classes apart
+    (parallel-safe sharing), their paths found by `coloring` ("bytes" or "nnvm", see
+    `coloring.py`); `safe=True` shares bytes only when the graph's edges order every use
+    of the first tensor before the second's producer (zero parallel hazards);
+    `planner_args` are the planner's options (e.g. match_range, time_limit, seed): one it
+    does not take raises PlanError. A value of the wrong type or range (alignment or
+    colors < 1, an unknown order, in-place rule or coloring) raises PlanError when the
+    options are made."""
+    inplace: bool | str = False
     planner: str = "none"
     colors: int = 1
     order: str = "program"
     alignment: int = 512
     planner_args: dict = field(default_factory=dict)
+    coloring: str = "bytes"
+    safe: bool = False
 
     def __post_init__(self) -> None:
         # Checked here, when the options are made, so the widget, the CLI and a lesson all
         # get the same message before any planning (a bad alignment used to become 1).
         for name in ("alignment", "colors"):
             object.__setattr__(self, name, _count(name, getattr(self, name)))
-        if not isinstance(self.inplace, (bool, np.bool_)):
-            raise PlanError(f"MemoryOptions: inplace must be True or False, not {self.inplace!r}")
-        object.__setattr__(self, "inplace", bool(self.inplace))
+        object.__setattr__(self, "inplace", _inplace_value(self.inplace))
+        check_coloring(self.coloring)
+        if not isinstance(self.safe, (bool, np.bool_)):
+            raise PlanError(f"MemoryOptions: safe must be True or False, not {self.safe!r}")
+        object.__setattr__(self, "safe", bool(self.safe))
         if not isinstance(self.planner, str):
             raise PlanError(f"MemoryOptions: planner must be a name (str), not {self.planner!r}")
         if not isinstance(self.order, str) or self.order not in ORDERS:
@@ -59,6 +70,13 @@ class MemoryOptions:
             raise PlanError("MemoryOptions: planner_args must be a dict of option name -> "
                             f"value, not {self.planner_args!r}")
 
+    @property
+    def inplace_rule(self) -> str | None:
+        """The in-place rule these options plan with: "last-reader", "strict" or None (off)."""
+        if self.inplace is False:
+            return None
+        return "last-reader" if self.inplace is True else self.inplace
+
     def replace(self, **kw: Any) -> MemoryOptions:
         """A copy with the named options changed (`plan_memory(g, opts, colors=2)`)."""
         d = asdict(self)
@@ -68,6 +86,16 @@ class MemoryOptions:
                             f"its options are {', '.join(d)}")
         d.update(kw)
         return MemoryOptions(**d)
+
+
+def _inplace_value(value: Any) -> bool | str:
+    """True, False or "strict" ("last-reader" is True, np.bool_ a bool); else PlanError."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value in INPLACE_RULES:
+        return True if value == "last-reader" else value
+    raise PlanError(f"MemoryOptions: inplace must be True, False or a rule "
+                    f"({', '.join(map(repr, INPLACE_RULES))}), not {value!r}")
 
 
 def _count(name: str, value: Any) -> int:
@@ -108,8 +136,12 @@ class MemoryReport:
 
     def summary(self) -> str:
         o = self.options
-        return (f"{o.planner}{' + in-place' if o.inplace else ''}"
-                f"{f', {o.colors} colours' if o.colors > 1 else ''}, order {o.order}: "
+        rule = {None: "", "last-reader": " + in-place", "strict": " + strict in-place"}
+        return (f"{o.planner}{rule[o.inplace_rule]}"
+                f"{f', {o.colors} colours' if o.colors > 1 else ''}"
+                f"{f' ({o.coloring})' if o.colors > 1 and o.coloring != 'bytes' else ''}"
+                f"{', safe' if o.safe else ''}, order "
+                f"{'chosen with the offsets' if o.planner in JOINT_PLANNERS else o.order}: "
                 f"no reuse {fmt_bytes(self.no_reuse_bytes)} -> arena "
                 f"{fmt_bytes(self.arena_bytes)}, saved {fmt_bytes(self.saved_bytes)} "
                 f"({self.saved_percent:.1f}%); theoretical minimum "
@@ -132,8 +164,11 @@ def planning_buffers(graph: Graph, live: Liveness, options: MemoryOptions
                                 dict[str, int]]:
     """The buffer problem a planner sees: in-place chains fused, colours attached.
     Returns (buffers, tensor -> buffer id, in-place pairs, tensor colours)."""
-    colors = tensor_colors(graph, live, options.colors) if options.colors > 1 else {}
-    pairs = inplace_pairs(graph, live, colors) if options.inplace else []   # within a colour
+    colors = tensor_colors(graph, live, options.colors, options.coloring) \
+        if options.colors > 1 else {}
+    rule = options.inplace_rule
+    pairs = inplace_pairs(graph, live, colors, rule) if rule else []     # within a colour
+    pairs = safe_pairs(graph, live, pairs) if options.safe else pairs
     base = [Buffer(iv.name, iv.start, iv.end, iv.bytes, colors.get(iv.name, 0))
             for iv in live.planned()] if colors else live.buffers()
     merged, group = merge_inplace(base, pairs)
@@ -144,14 +179,23 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
     """Plan the graph's memory with `options` (or keyword overrides); the plan is validated."""
     options = (options or MemoryOptions()).replace(**kw) if kw else (options or MemoryOptions())
     t0 = time.perf_counter()
-    live = liveness(graph, schedule(graph, options.order), options.alignment)
+    if options.safe and options.planner in JOINT_PLANNERS:    # it places by its own rules
+        raise PlanError(f"safe=True cannot be combined with joint planner "
+                        f"{options.planner!r}: choose a planner of PLANNERS")
+    joint = plan_jointly(graph, options) if options.planner in JOINT_PLANNERS else None
+    live = liveness(graph, joint.schedule if joint else schedule(graph, options.order),
+                    options.alignment)       # a joint planner chose the schedule [Steiner 2023]
     merged, group, pairs, colors = planning_buffers(graph, live, options)
-    _, placement = plan_buffers(merged, options.planner, options.alignment,
-                                **options.planner_args)
+    _, placement = (joint.place(merged, options.alignment) if joint else
+                    safe_placement(graph, live, merged, group, pairs, options.planner,
+                                   options.alignment, **options.planner_args)
+                    if options.safe else
+                    plan_buffers(merged, options.planner, options.alignment,
+                                 **options.planner_args))
     offsets = {name: placement.offsets[gid] for name, gid in group.items()}
     arena = arena_size(live.buffers(), offsets)      # per tensor: what the validator checks
     plan = MemoryPlan(live, offsets, arena, pairs, options.planner, placement.note, colors,
-                      graph)
+                      graph, options.inplace_rule)
     seconds = time.perf_counter() - t0
     plan.prove(graph)       # bound by construction: its liveness was made from graph
     return MemoryReport(plan, options, theoretical_minimum(merged), live.no_reuse_bytes(),

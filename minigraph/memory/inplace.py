@@ -1,10 +1,22 @@
 """In-place: an output takes its input's bytes when that is provably safe [Chen 2016], [Huawei GE].
 
-The rule, every clause of which a test names:
+Two rules, named by `INPLACE_RULES`; every clause of each is named by a test:
+- "last-reader" (nnvm's PlanMemory [NNVM 2016], `inplace=True`): the op is the input's
+  *last* reader in the schedule; other readers may exist, as long as they ran before. In
+  the MXNet note's counter-example [Chen 2016] (B read by C = sigmoid(B), then by F) it
+  lets F overwrite B. Safe for the one schedule planned; two readers the graph leaves
+  unordered (C and F) could run at once in a parallel schedule, and then F would
+  overwrite B while C still reads it (`MemoryPlan.parallel_hazards` finds that).
+- "strict" (`MemoryOptions(inplace="strict")`): the op is the input's *only* reader, as
+  the MXNet note ("out-degree 1") and the GE blog ("the unique consumer") say: safe under
+  every schedule, sequential or parallel, at the price of fewer hand-overs.
+
+Both rules also require:
 - the op declares the (output, input) pair in-place capable (its kernel reads element i
   before writing element i);
 - the input's last reader is this op: no other reader runs later (the MXNet note's
-  counter-example [Chen 2016]: B read by C = sigmoid(B) *and* by F may not be overwritten);
+  counter-example [Chen 2016]: B read by C = sigmoid(B) *and* by F may not be overwritten
+  by C);
 - input and output have the same dtype and the same number of bytes (a reshape keeps its
   bytes; a broadcast or a reduction does not);
 - the input is planned: not a graph input, parameter, constant or graph output;
@@ -17,7 +29,8 @@ The rule, every clause of which a test names:
 Chains hand over repeatedly: three chained sigmoids need one buffer.
 
 `inplace_pairs` proposes the pairs; `inplace_refusal` is the same rule asked of one given
-pair, which is how `MemoryPlan.validate` checks a plan's hand-over list against its graph.
+pair, which is how `MemoryPlan.validate` checks a plan's hand-over list against its graph,
+under the rule the plan records (`MemoryPlan.inplace_rule`).
 """
 
 from __future__ import annotations
@@ -31,16 +44,31 @@ from ..ops.registry import get_op
 from .buffers import Buffer
 from .liveness import Liveness
 
+#: The in-place rules: "last-reader" (nnvm: the op is the input's last reader in the
+#: schedule) and "strict" (the op is the input's only reader [Chen 2016], [Huawei GE]).
+INPLACE_RULES = ("last-reader", "strict")
+
+
+def check_rule(rule: str) -> str:
+    """`rule` if it names an in-place rule, else PlanError naming it and the known ones."""
+    if not isinstance(rule, str) or rule not in INPLACE_RULES:
+        raise PlanError(f"unknown in-place rule {rule!r}; known: {', '.join(INPLACE_RULES)}")
+    return rule
+
 
 def _clause_broken(graph: Graph, live: Liveness, node: Node, step: int, x: str, y: str,
-                   colors: Mapping[str, int]) -> str:
+                   colors: Mapping[str, int], rule: str = "last-reader") -> str:
     """The first clause (after the op's declaration) that forbids y taking x's bytes at
-    `step`, where `node` runs; "" when none does."""
+    `step`, where `node` runs, under `rule`; "" when none does."""
     ix, iy = live.intervals[x], live.intervals[y]
     tx, ty = graph.tensors[x], graph.tensors[y]
     for iv in (ix, iy):
         if not iv.planned:
             return f"{iv.name} is not planned (it is a graph {iv.kind})"
+    readers = graph.consumers[x]
+    if rule == "strict" and tuple(readers) != (node.name,):
+        return (f"{x} has {len(readers)} readers ({', '.join(readers)}); the strict rule "
+                f"wants {node.name} to be its only one")
     if ix.end != step:
         return f"{x} is read after step {step} (its last reader runs at step {ix.end})"
     if ix.start >= step:
@@ -55,10 +83,11 @@ def _clause_broken(graph: Graph, live: Liveness, node: Node, step: int, x: str, 
     return ""
 
 
-def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None = None
-                  ) -> list[tuple[str, str]]:
-    """(input, output) tensor pairs that may share bytes, in schedule order. With
-    `colors` (tensor -> colour), only pairs within one colour."""
+def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None = None,
+                  rule: str = "last-reader") -> list[tuple[str, str]]:
+    """(input, output) tensor pairs that may share bytes under `rule` (`INPLACE_RULES`), in
+    schedule order. With `colors` (tensor -> colour), only pairs within one colour."""
+    check_rule(rule)
     colors = colors or {}
     pairs: list[tuple[str, str]] = []
     taken_in: set[str] = set()
@@ -70,7 +99,7 @@ def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None
                 continue
             x, y = node.inputs[in_k], node.outputs[out_k]
             if x not in taken_in and y not in taken_out and \
-                    not _clause_broken(graph, live, node, step, x, y, colors):
+                    not _clause_broken(graph, live, node, step, x, y, colors, rule):
                 pairs.append((x, y))
                 taken_in.add(x)
                 taken_out.add(y)
@@ -78,10 +107,11 @@ def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None
 
 
 def inplace_refusal(graph: Graph, live: Liveness, x: str, y: str,
-                    colors: Mapping[str, int] | None = None) -> str:
-    """Why the hand-over x -> y breaks the rule under `live`'s schedule ("" if it keeps
+                    colors: Mapping[str, int] | None = None, rule: str = "last-reader") -> str:
+    """Why the hand-over x -> y breaks `rule` under `live`'s schedule ("" if it keeps
     it): y's producer must declare in-place for (y, x), and every clause above must hold.
     Uniqueness (one output per input and back) is the buffer validator's to check."""
+    check_rule(rule)
     for t in (x, y):
         if t not in graph.tensors:
             return f"{t} is not a tensor of this graph"
@@ -96,7 +126,7 @@ def inplace_refusal(graph: Graph, live: Liveness, x: str, y: str,
         return (f"{node.op} ({node.name}) does not declare that its output {out_k} ({y}) "
                 f"may overwrite its input {in_ks[0]} ({x})")
     step = live.intervals[y].start              # the step where y's producer runs
-    return _clause_broken(graph, live, node, step, x, y, colors or {})
+    return _clause_broken(graph, live, node, step, x, y, colors or {}, rule)
 
 
 def merge_inplace(buffers: list[Buffer], pairs: list[tuple[str, str]]

@@ -9,8 +9,12 @@
 - `random_buffers(n, seed)`: lifetimes and sizes with the spread of real graphs, the
   number alive at a step bounded (steps grow with n), for scaling measurements; with
   `family=` the grader's families of random lists ("mixed", "nested", "short", "equal").
+- `realistic_buffers(n, seed)`: the liveness of a training step at the scale of real
+  graphs (20,000-60,000 buffers): activations held from their forward step to their
+  gradient step, short workspaces and gradients, sizes over six orders of magnitude.
 - `blog_cnn_layout(graph)`: the layout the GE blog [Huawei GE] claims for its CNN block
-  (`minigraph.examples.cnn_block`), which the validator rejects.
+  (`minigraph.examples.cnn_block`), which the validator rejects; `cnn_block_buffers(graph,
+  hold_input)`: the same block's tensors with their real lives, to plan it right.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import heapq
 import math
 import random
 
+from ..errors import PlanError
 from ..graph import Graph
 from .buffers import Buffer
 from .liveness import liveness
@@ -151,3 +156,98 @@ def blog_cnn_layout(graph: Graph, alignment: int = 1
     buffers = [Buffer(n, live.intervals[n].start, live.intervals[n].end,
                       live.intervals[n].bytes) for n in names]
     return buffers, dict.fromkeys(names, 0), [("conv1_out", "relu1_out")]
+
+
+CNN_TENSORS = ("input_0", "conv1_out", "relu1_out", "pool1_out")
+
+
+def cnn_block_buffers(graph: Graph, hold_input: bool = True, alignment: int = 1
+                      ) -> tuple[list[Buffer], list[tuple[str, str]]]:
+    """Every tensor of `examples.cnn_block()` but the weights, as a buffer with its real
+    life, and the ReLU's in-place hand-over (conv1_out -> relu1_out), to plan the whole
+    block in one arena as the GE blog [Huawei GE] does.
+
+    The input lives for the whole run when `hold_input` (minigraph keeps a graph input, as
+    frameworks keep what the caller fed), else only until its one reader, the convolution,
+    has run (a runtime that frees a fed input after use). The pool output is the graph
+    output: born at the pooling step, alive at the last step.
+    """
+    live = liveness(graph, alignment=alignment)
+    missing = [n for n in CNN_TENSORS if n not in live.intervals]
+    if missing:
+        raise PlanError(f"graph {graph.name!r} has no tensor {missing[0]!r}: "
+                        "cnn_block_buffers wants examples.cnn_block()")
+    ivs = live.intervals
+    conv_step = ivs["conv1_out"].start
+    buffers = [Buffer(n, ivs[n].start, ivs[n].end if hold_input or n != "input_0"
+                      else conv_step, ivs[n].bytes) for n in CNN_TENSORS]
+    return buffers, [("conv1_out", "relu1_out")]
+
+
+def realistic_buffers(n: int, seed: int = 0) -> list[Buffer]:
+    """n buffers with the liveness of a training step, fixed by `seed`; ids 0..n-1.
+
+    It models what `liveness` gives on a real training graph of some thousand layers:
+    forward step i of layer i, backward step 2L-1-i mirrored, the optimizer at step 2L.
+    Each layer outputs an activation that, when the backward pass needs it (3 in 4), is
+    held until the layer's gradient step (the long lives that peak at the forward/backward
+    turn [Chen 2016]), else read by the next layer only; short workspaces around forward
+    and backward steps; the input gradient, read by the next backward step; and a weight
+    gradient, usually consumed at once by a fused update, held to the optimizer step 1 in
+    10 times. Sizes span six orders of magnitude (256 B to 256 MiB, multiples of 256 B):
+    activations and gradients log-uniform from 4 KiB to 64 MiB with 3% huge (up to 256
+    MiB), workspaces and weight gradients from 256 B; half of the draws come from a
+    palette of 64 shapes, as repeated blocks repeat them (so equal sizes recur, as GE's
+    level-1 reuse expects).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise PlanError(f"realistic_buffers: n must be an integer >= 1, not {n!r}")
+    rng = random.Random(seed)
+    palette = [_log_size(rng, 12, 26) for _ in range(64)]
+
+    def size(lo: int, hi: int) -> int:
+        if rng.random() < 0.5:
+            return rng.choice([s for s in palette if 1 << lo <= s <= 1 << hi] or palette)
+        return _log_size(rng, 26, 28) if rng.random() < 0.03 else _log_size(rng, lo, hi)
+
+    layers: list[list[tuple[str, int]]] = []        # per layer: (kind, size)
+    count = 0
+    while count < n:
+        kinds = ["saved" if rng.random() < 0.75 else "act", "grad", "wgrad"]
+        kinds += ["fwork"] * rng.choice((0, 0, 1, 2)) + ["bwork"] * rng.choice((0, 1, 1, 2))
+        layer = [(k, size(8 if k.endswith("work") or k == "wgrad" else 12, 26))
+                 for k in kinds]
+        layers.append(layer[:n - count])
+        count += len(layers[-1])
+    return _layer_lives(layers, rng)
+
+
+def _log_size(rng: random.Random, lo: int, hi: int) -> int:
+    """A size log-uniform in [2**lo, 2**hi] bytes, a multiple of 256."""
+    return max(256, int(2 ** rng.uniform(lo, hi)) // 256 * 256)
+
+
+def _layer_lives(layers: list[list[tuple[str, int]]], rng: random.Random) -> list[Buffer]:
+    """The buffers of `realistic_buffers`' layers, with the lives a training step gives."""
+    top = 2 * len(layers)                             # the optimizer step
+    out: list[Buffer] = []
+    for i, layer in enumerate(layers):
+        back = top - 1 - i
+        for kind, size in layer:
+            if kind == "saved":
+                start, end = i, back
+            elif kind == "act":
+                start, end = i, i + 1
+            elif kind == "grad":
+                start, end = back, min(back + 1, top)
+            elif kind == "wgrad":
+                start = back
+                end = top if rng.random() < 0.1 else back + rng.randint(0, 1)
+            elif kind == "fwork":
+                start = i
+                end = i + rng.randint(0, 1)
+            else:
+                start = back
+                end = back + rng.randint(0, 1)
+            out.append(Buffer(len(out), start, end, size))
+    return out

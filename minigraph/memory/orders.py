@@ -16,6 +16,8 @@ ORDERS: dict[str, Order] = {}
 
 
 def register_order(name: str) -> Callable[[Order], Order]:
+    """A decorator that adds an order function to `ORDERS` under `name` (topo.py adds
+    BFS, DFS, reverse DFS, GE's adjustment, the memory-greedy order and "best")."""
     def deco(fn: Order) -> Order:
         ORDERS[name] = fn
         return fn

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, validate_offsets
-from .inplace import inplace_refusal
+from .inplace import check_rule, inplace_refusal
 from .liveness import Interval, Liveness, check_schedule, liveness
 
 
@@ -16,9 +16,12 @@ class MemoryPlan:
     """Offset and size of every planned tensor of one schedule of one graph.
 
     `arena_bytes` is the end of the highest tensor; `inplace` lists (input, output)
-    hand-overs; `planner` names the planner; `note` is what the planner said (for the
-    ILP: "optimal" or its gap). `graph` is the graph it was planned for (`plan_memory`
-    sets it; None for a plan made by hand).
+    hand-overs and `inplace_rule` the rule they keep ("last-reader" or "strict", see
+    `inplace.py`; None when the plan was made without in-place, and then it has none; a
+    plan made by hand keeps "last-reader" unless told otherwise);
+    `planner` names the planner; `note` is what the planner said (for the ILP: "optimal"
+    or its gap). `graph` is the graph it was planned for (`plan_memory` sets it; None for
+    a plan made by hand).
 
     A plan is bound to what it was made for, all of it in `liveness`: the schedule, every
     tensor's interval and aligned bytes, and which tensors are external (inputs,
@@ -33,6 +36,7 @@ class MemoryPlan:
     note: str = ""
     colors: dict[str, int] = field(default_factory=dict)
     graph: Graph | None = field(default=None, repr=False, compare=False)
+    inplace_rule: str | None = "last-reader"
 
     @property
     def schedule(self) -> tuple[str, ...]:
@@ -70,9 +74,9 @@ class MemoryPlan:
 
         Against `graph` (default: the graph it was planned for) the plan must first be
         bound to it (`bound_to`: the sizes checked are the graph's real bytes), and every
-        hand-over must keep the in-place rule (`inplace_refusal`: the op declares it, the
-        input dies at that step, ...). Without any graph the hand-overs cannot be checked,
-        so a plan that has some is refused."""
+        hand-over must keep the plan's in-place rule (`inplace_refusal` with
+        `inplace_rule`: the op declares it, the input dies at that step, ...). Without any
+        graph the hand-overs cannot be checked, so a plan that has some is refused."""
         graph = graph if graph is not None else self.graph
         if graph is not None:
             self.bound_to(graph)
@@ -82,17 +86,29 @@ class MemoryPlan:
         """`validate` once the plan is known to be bound to `graph` (`plan_memory` has just
         made its liveness from the graph, so it skips `bound_to`'s second liveness pass)."""
         self._offsets_name_planned_tensors()
+        self._check_rule()
         if graph is None and self.inplace:
             a, b = self.inplace[0]
             raise PlanError(f"in-place {a} -> {b} cannot be checked without the graph: "
                             "plan.validate(graph)")
         for a, b in self.inplace if graph is not None else ():
-            why = inplace_refusal(graph, self.liveness, a, b, self.colors)
+            why = inplace_refusal(graph, self.liveness, a, b, self.colors, self.inplace_rule)
             if why:
-                raise PlanError(f"in-place {a} -> {b} is refused: {why}")
+                raise PlanError(f"in-place {a} -> {b} is refused ({self.inplace_rule} rule): "
+                                f"{why}")
         validate_offsets(self.buffers(), self.offsets, self.arena_bytes, self.alignment,
                          self.inplace)
         return self
+
+    def _check_rule(self) -> None:
+        """The recorded rule is a known one, or None for a plan with no hand-overs."""
+        if self.inplace_rule is None:
+            if self.inplace:
+                a, b = self.inplace[0]
+                raise PlanError(f"in-place {a} -> {b} in a plan whose in-place rule is None "
+                                "(made without in-place)")
+        else:
+            check_rule(self.inplace_rule)
 
     def _offsets_name_planned_tensors(self) -> None:
         """Offsets for planned tensors only: an external tensor (a graph input, say) given an
@@ -165,7 +181,8 @@ class MemoryPlan:
 
     def __repr__(self) -> str:
         return (f"MemoryPlan({self.planner}: arena {fmt_bytes(self.arena_bytes)}, "
-                f"{len(self.offsets)} tensors, {len(self.inplace)} in place)")
+                f"{len(self.offsets)} tensors, {len(self.inplace)} in place"
+                + (f", {self.inplace_rule} rule)" if self.inplace else ")"))
 
 
 def _same_tensors(made: Liveness, here: Liveness) -> None:

@@ -117,7 +117,7 @@ def rdfs_order(graph: Graph) -> list[str]:
     return out
 
 
-def ge_adjust(graph: Graph, order: list[str]) -> list[str]:
+def ge_adjust(graph: Graph, order: list[str], strict: bool = False) -> list[str]:
     """GE's topo adjustment [Huawei GE, §2.2]: move nodes later, to just before their
     first consumer, when that cannot lengthen any input's life.
 
@@ -125,10 +125,11 @@ def ge_adjust(graph: Graph, order: list[str]) -> list[str]:
     which are never reused - can move freely. Dynamic rule: L1 is the last step at which
     an input is still read by some other node, L2 the first step that reads the node's
     outputs; if L1 >= L2 for every planned input, moving the node to just before L2
-    leaves every input's life as it was and shortens its outputs' lives. (The CANN GE article
-    [Huawei GE] states L1 > L2 for one input; equality is as safe, and with several inputs the rule
-    must hold for each.) Nodes are visited from last to first, so a node moves in front
-    of its consumers' final places; no node ever moves before something it depends on.
+    leaves every input's life as it was and shortens its outputs' lives. The CANN article
+    [Huawei GE] states L1 > L2 for one input; equality (the first consumer reads the input
+    too) is as safe, so it moves here unless `strict`, and with several inputs the rule
+    must hold for each. Nodes are visited from last to first, so a node moves in front of
+    its consumers' final places; no node ever moves before something it depends on.
     """
     preds, succs = _edges(graph)
     planned = _planned_bytes(graph)
@@ -176,8 +177,8 @@ def ge_adjust(graph: Graph, order: list[str]) -> list[str]:
         for t in set(node.inputs):
             if not planned[t]:
                 continue                                     # long-lived: fixed rule
-            others = [key[r] for r in readers[t] if r != v]
-            if not others or max(others) < key[first]:       # L1 < L2: would lengthen t
+            l1 = max((key[r] for r in readers[t] if r != v), default=key[v])
+            if l1 < key[first] or (strict and l1 == key[first]):   # t would live longer
                 safe = False
                 break
         if safe:

@@ -10,8 +10,8 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from ..experiments.allocators import AllocatorRow, StaticPlan
-from ..graph import fmt_bytes
 from ..memory.online.base import AllocatorResult
+from .plots import byte_unit, fmt_in
 
 
 def plot_allocators(rows: Sequence[AllocatorRow], ax: Any = None, *, title: str | None = None,
@@ -50,10 +50,16 @@ def plot_allocators(rows: Sequence[AllocatorRow], ax: Any = None, *, title: str 
     return ax
 
 
+def _unit_of(top: int) -> str:
+    """The unit of an address axis reaching `top` bytes (MiB, or KiB for tiny arenas)."""
+    return "MiB" if top >= 2**20 else "KiB"
+
+
 def _mib_axis(ax: Any, top: int) -> None:
     """Addresses on y in whole MiB (or KiB for tiny arenas), a handful of ticks."""
     from matplotlib.ticker import FuncFormatter, MultipleLocator
-    unit, name = (2**20, "MiB") if top >= 2**20 else (2**10, "KiB")
+    name = _unit_of(top)
+    unit = 2**20 if name == "MiB" else 2**10
     span = top / unit
     step = next((k for k in (1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000)
                  if span / k <= 8), 5000)
@@ -91,8 +97,9 @@ def plot_arena(result: AllocatorResult, ax: Any = None, *, title: str | None = N
     top = max([s.addr + s.size for s in result.segment_rects] + [1])
     ax.set_xlim(0, end)
     _mib_axis(ax, top)
-    ax.set_title(title or f"{result.name}: reserved {fmt_bytes(result.peak_reserved)}, "
-                 f"peak in use {fmt_bytes(result.peak_allocated)}", fontsize=9)
+    u = _unit_of(top)
+    ax.set_title(title or f"{result.name}: reserved {fmt_in(result.peak_reserved, u)}, "
+                 f"peak in use {fmt_in(result.peak_allocated, u)}", fontsize=9)
     return ax
 
 
@@ -120,7 +127,7 @@ def plot_static(plan: StaticPlan, ax: Any = None, *, labels: bool = False) -> An
                     ha="center", va="center", fontsize=6)
     ax.set_xlim(0, max(plan.events, 1))
     _mib_axis(ax, top)
-    ax.set_title(f"static {plan.planner}: arena {fmt_bytes(top)}", fontsize=9)
+    ax.set_title(f"static {plan.planner}: arena {fmt_in(top, _unit_of(top))}", fontsize=9)
     return ax
 
 
@@ -129,13 +136,15 @@ def plot_allocator_timeline(results: Sequence[AllocatorResult], ax: Any = None) 
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.2))
+    top = max([h.reserved for r in results for h in r.history] + [1])
+    unit, div = byte_unit(top)
     for k, r in enumerate(results):
         c = plt.get_cmap("tab10")(k % 10)
-        ax.plot([h.reserved / 2**20 for h in r.history], color=c, label=f"{r.name} reserved")
+        ax.plot([h.reserved / div for h in r.history], color=c, label=f"{r.name} reserved")
     if results:
-        ax.plot([h.requested / 2**20 for h in results[0].history], "k--", lw=1,
+        ax.plot([h.requested / div for h in results[0].history], "k--", lw=1,
                 label="requested (alive)")
     ax.set_xlabel("event")
-    ax.set_ylabel("MiB")
+    ax.set_ylabel(f"bytes ({unit})")
     ax.legend(fontsize=7)
     return ax

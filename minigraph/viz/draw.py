@@ -17,6 +17,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+from ..errors import GraphError
 from ..graph import Graph, fmt_bytes
 
 # Role -> (shape, fill colour, outline colour) of op nodes.
@@ -45,6 +46,7 @@ LEGEND = (
 FAST_LAYOUT_NODES = 60     # above this many drawn nodes, ask dot for a quicker layout
 RENDER_TIMEOUT = 15.0      # seconds a notebook waits for dot before drawing fewer nodes
 SMALLER_DRAWING = 80       # nodes drawn when the full drawing takes too long
+MAX_WIDTH = 7.5            # inches (540 pt, 720 px): JupyterLab's output column, about
 
 INSTALL_HINT = ("graphviz's `dot` program was not found, so the graph cannot be rendered; "
                 "here is its DOT source. Install graphviz (apt-get install graphviz, "
@@ -78,23 +80,32 @@ def _style(kind: str, role_or_kind: str) -> dict[str, str]:
 
 
 def draw(graph: Graph, show_tensors: bool = True, max_nodes: int = 300,
-         plan: Any = None, legend: bool = True, rankdir: str = "TB") -> Any:
+         plan: Any = None, legend: bool = True, rankdir: str = "TB", *,
+         width: float | None = MAX_WIDTH) -> Any:
     """A `graphviz.Digraph` of `graph` (it renders itself in a notebook).
 
     `show_tensors=False` draws op nodes only, tensors as edge labels. Only the first
     `max_nodes` nodes in program order are drawn (a note says how many were left out).
     `plan` (a MemoryPlan or MemoryReport) adds each planned tensor's arena offset.
+    `width`: the widest the drawing may be, in inches; dot scales a wider one down, so a
+    notebook (which shows an SVG at its own size, clipping the right edge) shows all of
+    it, the legend on the right included. None leaves the natural size.
     """
     if plan is not None and hasattr(plan, "plan"):
         plan = plan.plan
     dot = _new_digraph(graph.name)
     dot.attr(rankdir=rankdir, fontname="Helvetica", fontsize="11")
+    if width is not None:
+        if not width > 0:
+            raise GraphError(f"draw: width must be a positive number of inches, not {width!r}")
+        dot.attr(size=f"{width:g},1000")       # scale down to fit; never up
     if min(len(graph.nodes), max_nodes) > FAST_LAYOUT_NODES:
         # dot's crossing minimisation and spline routing grow much faster than linearly;
         # these limits keep a few hundred nodes to seconds (straight edges, more crossings)
         dot.attr(mclimit="0.1", nslimit="1", nslimit1="1", splines="line")
     if len(graph.nodes) > SMALLER_DRAWING and max_nodes > SMALLER_DRAWING:
-        dot.smaller = lambda: draw(graph, show_tensors, SMALLER_DRAWING, plan, legend, rankdir)
+        dot.smaller = lambda: draw(graph, show_tensors, SMALLER_DRAWING, plan, legend, rankdir,
+                                   width=width)
     dot.attr("node", fontname="Helvetica", fontsize="10")
     dot.attr("edge", fontname="Helvetica", fontsize="9", color="#555555")
 

@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..errors import PlanError, PlanTypeError
 from ..experiments.techniques import TechniqueRow
-from ..graph import Graph, fmt_bytes
+from ..graph import Graph
 from ..memory.api import MemoryReport
 from ..memory.buffers import Buffer, live_bytes_per_step
 from ..memory.plan import MemoryPlan
@@ -55,6 +56,31 @@ def byte_unit(n: float) -> tuple[str, float]:
         if n >= div:
             return name, div
     return "KiB", 2.0 ** 10
+
+
+UNIT_DIV = {"B": 1.0, "KiB": 2.0 ** 10, "MiB": 2.0 ** 20, "GiB": 2.0 ** 30}
+
+
+def fmt_in(n: float, unit: str) -> str:
+    """`n` bytes written in `unit` (one of UNIT_DIV), so every number in one figure
+    shares its axis's unit: "8704 B", "1.64 MiB", "0.341 MiB" (powers of two; three
+    decimals below one unit, where two would blur neighbouring bars)."""
+    if unit == "B":
+        return f"{n:.0f} B"
+    v = n / UNIT_DIV[unit]
+    return f"{v:.{2 if v >= 1 or v == 0 else 3}f} {unit}"
+
+
+def _check_unit(unit: str) -> str:
+    if unit not in UNIT_DIV:
+        raise PlanError(f"unit must be one of {', '.join(UNIT_DIV)}, not {unit!r}")
+    return unit
+
+
+def _plain_ticks(axis: Any) -> None:
+    """Tick labels as plain numbers of the axis's unit: no "1e7" offset, no exponent."""
+    from matplotlib.ticker import FuncFormatter
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
 
 
 def _new_axes(ax: Any, size: tuple[float, float]) -> tuple[Any, Any]:
@@ -98,7 +124,8 @@ def _as_plan(report_or_plan: MemoryReport | MemoryPlan) -> tuple[MemoryPlan, Mem
         return report_or_plan.plan, report_or_plan
     if isinstance(report_or_plan, MemoryPlan):
         return report_or_plan, None
-    raise TypeError(f"expected a MemoryReport or MemoryPlan, not {type(report_or_plan).__name__}"
+    raise PlanTypeError(f"expected a MemoryReport or MemoryPlan, not "
+                        f"{type(report_or_plan).__name__} {repr(report_or_plan)[:60]}"
                     " (mg.plan_memory(graph, options) makes one)")
 
 
@@ -174,44 +201,75 @@ def timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = No
                     tuple(live.schedule))
 
 
-def plot_timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = None,
-                  ax: Any = None, title: str | None = None, legend: bool = True):
-    """Bytes alive per step, stacked by kind, with no reuse / arena / minimum as lines.
+# What the timeline says about each band: in the arena (planned) or outside it.
+BAND_NOTE = {"activations": "in the arena", "gradients": "in the arena",
+             "workspace": "outside: per op, while it runs",
+             "outputs": "outside: own buffers", "parameters & inputs": "outside: own buffers"}
+PLANNED_BANDS = ("activations", "gradients")
 
-    The lines sit on top of what is never planned (parameters, inputs, outputs), so where
-    the stack touches "theoretical minimum" is the step that sets it. Returns the Figure.
+
+def plot_timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = None,
+                  ax: Any = None, title: str | None = None, legend: bool = True, *,
+                  minimum: int | None = None, outside: bool = True, unit: str | None = None):
+    """Bytes alive per step: what the arena holds below its line, what is not planned above.
+
+    From the bottom: activations and gradients, the planned tensors, in the arena; the
+    dashed line is the theoretical minimum (`minimum` overrides the report's, so one view
+    shows one minimum), the red line this plan's arena, the dotted curve what no reuse
+    would hold. Every line sits at the height its label states. Above the arena line
+    (`outside=True`): what has buffers of its own or is scratch (parameters, inputs,
+    outputs, each op's workspace), so the top of the stack is the device's total.
+    `unit` ("B", "KiB", "MiB", "GiB") fixes the unit, so the figures of one view share it.
+    Returns the Figure.
     """
     tl = timeline(report_or_plan, graph)
-    fig, ax = _new_axes(ax, (9, 3.6))
+    fig, ax = _new_axes(ax, (9, 3.8))
+    minimum = tl.minimum if minimum is None else int(minimum)
     xs = list(range(tl.steps))
-    top = max([*tl.total, *(b + n for b, n in zip(tl.base, tl.no_reuse))], default=1)
-    unit, div = byte_unit(top)
-    lower = [0.0] * tl.steps
-    for band in (*BANDS, *(k for k in tl.bands if k not in BANDS)):
-        if band not in tl.bands:
-            continue
-        upper = [lo + v / div for lo, v in zip(lower, tl.bands[band])]
-        ax.fill_between(xs, lower, upper, step="mid", color=COLORS.get(band), alpha=0.75,
-                        linewidth=0, label=band, gid=f"band:{band}")
-        lower = upper
-    ax.step(xs, [(b + n) / div for b, n in zip(tl.base, tl.no_reuse)], where="mid",
-            color="black", linestyle=":", linewidth=1.4, label="no reuse (never freed)",
+    zero = [0] * tl.steps
+    out_bands = [b for b in tl.bands if b not in PLANNED_BANDS] if outside else []
+    beyond = [sum(tl.bands[b][t] for b in out_bands) for t in range(tl.steps)]
+    top = max([tl.arena + x for x in beyond] + tl.no_reuse + tl.planned_live +
+              [minimum, tl.arena, 1])
+    unit, div = (unit, UNIT_DIV[_check_unit(unit)]) if unit else \
+        byte_unit(max(tl.arena, minimum, 1))
+
+    def stack(names: Sequence[str], floor: float) -> None:
+        lower = [floor / div] * tl.steps
+        for band in names:
+            upper = [lo + v / div for lo, v in zip(lower, tl.bands.get(band, zero))]
+            inside = band in PLANNED_BANDS
+            ax.fill_between(xs, lower, upper, step="mid", color=COLORS.get(band, "#8c8c8c"),
+                            alpha=0.8 if inside else 0.45, linewidth=0,
+                            hatch=None if inside else "..",
+                            label=f"{band} ({BAND_NOTE.get(band, 'outside')})",
+                            gid=f"band:{band}")
+            lower = upper
+
+    stack([b for b in PLANNED_BANDS if b in tl.bands], 0)
+    order = [b for b in ("workspace", "outputs", "parameters & inputs") if b in out_bands]
+    stack(order + [b for b in out_bands if b not in order], tl.arena)
+    end = tl.no_reuse[-1] if tl.no_reuse else 0
+    ax.step(xs, [n / div for n in tl.no_reuse], where="mid", color="black", linestyle=":",
+            linewidth=1.4, label=f"no reuse (never freed) {fmt_in(end, unit)} at the end",
             gid="no-reuse")
-    ax.step(xs, [(b + tl.arena) / div for b in tl.base], where="mid", color="#d62728",
-            linewidth=1.6, label=f"this plan's arena {fmt_bytes(tl.arena)}", gid="arena")
-    ax.step(xs, [(b + tl.minimum) / div for b in tl.base], where="mid", color="black",
-            linestyle="--", linewidth=1.2,
-            label=f"theoretical minimum {fmt_bytes(tl.minimum)}", gid="minimum")
+    ax.axhline(tl.arena / div, color="#d62728", linewidth=1.6,
+               label=f"this plan's arena {fmt_in(tl.arena, unit)}", gid="arena")
+    ax.axhline(minimum / div, color="black", linestyle="--", linewidth=1.2,
+               label=f"theoretical minimum {fmt_in(minimum, unit)}", gid="minimum")
     if tl.steps:
         ax.axvline(tl.peak_step, color="black", alpha=0.25, linewidth=0.8)
     ax.set_xlim(-0.5, max(tl.steps - 0.5, 0.5))
     ax.set_ylim(0, top / div * 1.08)
+    _plain_ticks(ax.yaxis)
     ax.set_xlabel("step (position in the schedule)")
-    ax.set_ylabel(f"bytes alive ({unit})")
-    ax.set_title(title or "Memory timeline: bytes alive at each step")
+    ax.set_ylabel(f"bytes ({unit})")
+    ax.set_title(title or "Bytes alive per step: the arena below the red line")
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
-                  frameon=False)
+                  frameon=False, title="planned: activations, gradients\n"
+                  "not planned: parameters, inputs,\noutputs (own buffers), workspace",
+                  title_fontsize="small", alignment="left")
     return fig
 
 
@@ -279,46 +337,54 @@ def placement_rects(buffers: Sequence[Buffer], offsets: Any) -> list[Rect]:
 
 
 def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str = "kind",
-                labels: int = 24, title: str | None = None, legend: bool = True):
+                labels: int = 24, title: str | None = None, legend: bool = True, *,
+                minimum: int | None = None, unit: str | None = None):
     """Every planned tensor as a rectangle: x = its life (steps), y = its bytes in the arena.
 
     `color_by="kind"` colours activations and gradients; `"block"` gives each shared
     block its own colour (tensors with bytes of their own stay grey); `"buffer"` one
     colour per tensor. In-place outputs are
     hatched and joined to their input by an arrow. The arena top and the theoretical
-    minimum are lines: the gap between them is what this layout wastes.
+    minimum (`minimum` overrides the report's) are lines: the gap between them is what
+    this layout wastes. At most `labels` names are written, each only where it fits
+    inside its rectangle. `unit` fixes the axis's unit (else `byte_unit` picks one).
     """
     plan_, report = _as_plan(plan)
     rects = layout_rects(plan_)
-    minimum = report.theoretical_minimum if report is not None else \
-        max(live_bytes_per_step(plan_.buffers(), plan_.liveness.steps), default=0)
+    if minimum is None:
+        minimum = report.theoretical_minimum if report is not None else \
+            max(live_bytes_per_step(plan_.buffers(), plan_.liveness.steps), default=0)
     shared = sum(1 for r in rects if r.block >= 0)
     title = title or (f"Layout ({plan_.planner}): {len(rects)} tensors, {shared} share "
                       f"bytes, {len(plan_.inplace)} in place")
     return draw_rects(rects, plan_.arena_bytes, minimum, plan_.liveness.steps, ax=ax,
-                      color_by=color_by, labels=labels, title=title, legend=legend)
+                      color_by=color_by, labels=labels, title=title, legend=legend,
+                      unit=unit)
 
 
 def plot_placement(buffers: Sequence[Buffer], offsets: Any, ax: Any = None,
                    title: str | None = None, color_by: str = "block", labels: int = 24,
-                   legend: bool = True):
+                   legend: bool = True, *, unit: str | None = None):
     """A bare buffer problem and its offsets as Chainer-Opt's strip-packing picture [Sekiyama 2018]
-    (the worked examples and DSA instances, which have no graph). `offsets`: dict or Placement."""
+    (the worked examples and DSA instances, which have no graph). `offsets`: dict or Placement.
+    `unit` ("B", "KiB", "MiB", "GiB") fixes the unit, so panels side by side share one."""
     from ..memory.buffers import arena_size, theoretical_minimum
     offsets = getattr(offsets, "offsets", offsets)
     rects = placement_rects(buffers, offsets)
     steps = max((b.end for b in buffers), default=0) + 1
     arena = arena_size(buffers, offsets)
-    return draw_rects(rects, arena, theoretical_minimum(buffers), steps, ax=ax,
-                      color_by=color_by, labels=labels, legend=legend,
-                      title=title or f"{len(rects)} buffers, arena {fmt_bytes(arena)}")
+    minimum = theoretical_minimum(buffers)
+    unit = _check_unit(unit) if unit else byte_unit(max(arena, minimum, 1))[0]
+    return draw_rects(rects, arena, minimum, steps, ax=ax,
+                      color_by=color_by, labels=labels, legend=legend, unit=unit,
+                      title=title or f"{len(rects)} buffers, arena {fmt_in(arena, unit)}")
 
 
 def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: Any = None,
                color_by: str = "kind", labels: int = 24, title: str = "",
-               legend: bool = True):
+               legend: bool = True, *, unit: str | None = None):
     """The drawing behind `plot_layout` and `plot_placement`: rectangles, arena top and
-    theoretical minimum. Returns the Figure."""
+    theoretical minimum, in `unit` (else the one `byte_unit` picks). Returns the Figure."""
     import matplotlib
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle
@@ -327,7 +393,7 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
         raise ValueError(f"color_by must be 'kind', 'block' or 'buffer', not {color_by!r}")
     fig, ax = _new_axes(ax, (9, 4.2))
     top = max(arena, minimum, 1)
-    unit, div = byte_unit(top)
+    unit, div = (unit, UNIT_DIV[_check_unit(unit)]) if unit else byte_unit(top)
     cmap = matplotlib.colormaps["tab20"]
 
     index = {r.name: k for k, r in enumerate(sorted(rects, key=lambda r: (r.start, r.offset)))}
@@ -355,17 +421,14 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
             x = by_name[r.inplace_of]
             ax.annotate("", xy=(r.start, (r.offset + r.size / 2) / div),
                         xytext=(x.end - 0.4, (x.offset + x.size / 2) / div),
-                        arrowprops={"arrowstyle": "->", "color": "black", "lw": 0.8})
-    # Name the largest rectangles (the ones a reader can find again in plan.table()).
+                        arrowprops={"arrowstyle": "->", "color": "black", "lw": 0.8},
+                        annotation_clip=True).set_in_layout(False)
     steps = max(steps, 1)
-    for r in sorted(rects, key=lambda r: -(r.end - r.start + 1) * r.size)[:labels]:
-        if r.size / top > 0.06 and (r.end - r.start + 1) / steps > 0.06:
-            ax.text((r.start + r.end) / 2, (r.offset + r.size / 2) / div, str(r.name),
-                    ha="center", va="center", fontsize=7, clip_on=True)
+    _name_rects(ax, rects, labels, steps, top / div * 1.12, div)
     ax.axhline(arena / div, color="#d62728", linewidth=1.6,
-               label=f"arena top {fmt_bytes(arena)}", gid="arena")
+               label=f"arena top {fmt_in(arena, unit)}", gid="arena")
     ax.axhline(minimum / div, color="black", linestyle="--", linewidth=1.2,
-               label=f"theoretical minimum {fmt_bytes(minimum)}", gid="minimum")
+               label=f"theoretical minimum {fmt_in(minimum, unit)}", gid="minimum")
     kinds = sorted({r.kind for r in rects})
     if color_by == "kind":
         handles = [Patch(facecolor=COLORS.get(KIND_BAND.get(k, ""), "#4c9be8"), label=k)
@@ -384,42 +447,100 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
                   bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.set_xlim(-0.5, steps - 0.5)
     ax.set_ylim(0, top / div * 1.12)
+    _plain_ticks(ax.yaxis)
     ax.set_xlabel("step (life of each tensor, inclusive)")
     ax.set_ylabel(f"offset in the arena ({unit})")
     ax.set_title(title)
     return fig
 
 
+LABEL_FONT = 7            # points; the names written inside layout rectangles
+
+
+def _name_rects(ax: Any, rects: Sequence[Rect], limit: int, steps: int, ymax: float,
+                div: float) -> None:
+    """Write the names of the largest rectangles (the ones a reader finds again in
+    plan.table()), only those whose name fits inside the rectangle at the axes' size:
+    a dense plan gets fewer names, never overlapping ones. Each is clipped to its box."""
+    from matplotlib.patches import Rectangle
+    fig = ax.figure
+    w_in, h_in = fig.get_size_inches()
+    box = ax.get_position()
+    # the legend outside on the right takes about a quarter of the width
+    ax_w, ax_h = 0.75 * w_in * box.width * 72, 0.9 * h_in * box.height * 72   # points
+    written = 0
+    for r in sorted(rects, key=lambda r: -(r.end - r.start + 1) * r.size):
+        if written >= limit:
+            break
+        name = str(r.name)
+        width = (r.end - r.start + 0.9) / (steps + 0.0) * ax_w
+        height = r.size / div / ymax * ax_h
+        if len(name) * 0.6 * LABEL_FONT + 2 > width or 1.3 * LABEL_FONT > height:
+            continue
+        clip = Rectangle((r.start - 0.45, r.offset / div), r.end - r.start + 0.9,
+                         r.size / div, transform=ax.transData)
+        text = ax.text((r.start + r.end) / 2, (r.offset + r.size / 2) / div, name,
+                       ha="center", va="center", fontsize=LABEL_FONT, gid=f"name:{name}")
+        text.set_clip_path(clip)
+        text.set_in_layout(False)
+        written += 1
+
+
 # ---------------------------------------------------------------------------------------
 # Comparison
 # ---------------------------------------------------------------------------------------
 
-def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | None = None):
+FAILED_HATCH = "xx"       # a run that did not finish: a hatched, empty bar, no saving
+
+
+def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | None = None,
+                    *, minimum: int | None = None, unit: str | None = None):
     """Horizontal bars of bytes per technique, the saving against no reuse on each bar, and
-    the theoretical minimum (of the first row's schedule) as a dashed line."""
+    the theoretical minimum as a dashed line: `minimum` where the caller has one (one view,
+    one minimum), else the lowest among the static rows (in-place only lowers it).
+
+    A row whose `status` is not "ok" (a DTR run that thrashed, got stuck or was below its
+    smallest budget) is a hatched, empty bar at the budget it was given, labelled with
+    its status and "no saving": it saved nothing, it did not finish. `unit` fixes the
+    axis's unit (else `byte_unit` picks one), so the figures of one view share it."""
+    import textwrap
     if not rows:
         raise ValueError("plot_comparison needs at least one row (compare_techniques makes them)")
     fig, ax = _new_axes(ax, (9, 0.9 + 0.36 * len(rows)))
     top = max(max(r.bytes for r in rows), max(r.no_reuse_bytes for r in rows), 1)
-    unit, div = byte_unit(top)
+    unit, div = (unit, UNIT_DIV[_check_unit(unit)]) if unit else byte_unit(top)
     ys = list(range(len(rows)))[::-1]
     colors = [FAMILY_COLORS.get(r.family, "#1f77b4") for r in rows]
     bars = ax.barh(ys, [r.bytes / div for r in rows], color=colors, alpha=0.85, gid="bars")
-    for y, r, bar in zip(ys, rows, bars):
-        text = "baseline" if r.technique == "none" else f"-{r.saved_percent:.1f}%"
-        if r.note and r.family == "dynamic":
-            text += f" ({r.note})"
-        ax.text(bar.get_width() + top / div * 0.01, y, f"{fmt_bytes(r.bytes)}  {text}",
-                va="center", fontsize=8, gid=f"saving:{r.technique}")
-    # The lowest minimum among the rows bounds every static row (in-place only lowers it).
-    minimum = min((r.theoretical_minimum for r in rows if r.family != "dynamic"),
-                  default=rows[0].theoretical_minimum)
+    for y, r, bar, color in zip(ys, rows, bars, colors):
+        if r.status != "ok":
+            bar.set_facecolor("white")
+            bar.set_edgecolor(color)
+            bar.set_hatch(FAILED_HATCH)
+            bar.set_gid(f"{r.technique}:{r.status}")
+            text, gid = f"{r.status}: no saving", f"status:{r.technique}:{r.status}"
+        else:
+            text = "baseline" if r.technique == "none" else f"-{r.saved_percent:.1f}%"
+            if r.note and r.family == "dynamic":
+                text += f" ({r.note})"
+            gid = f"saving:{r.technique}"
+        ax.text(bar.get_width() + top / div * 0.01, y, f"{fmt_in(r.bytes, unit)}  {text}",
+                va="center", fontsize=8, gid=gid,
+                color="#b00000" if r.status != "ok" else "black")
+    if minimum is None:
+        # The lowest minimum among the rows bounds every static row (in-place only lowers it).
+        minimum = min((r.theoretical_minimum for r in rows if r.family != "dynamic"),
+                      default=rows[0].theoretical_minimum)
     ax.axvline(minimum / div, color="black", linestyle="--", linewidth=1.2,
-               label=f"theoretical minimum {fmt_bytes(minimum)}", gid="minimum")
-    ax.set_yticks(ys, [r.label for r in rows], fontsize=8)
+               label=f"theoretical minimum {fmt_in(minimum, unit)}", gid="minimum")
+    # long labels wrap rather than squeeze the bars
+    ax.set_yticks(ys, [textwrap.fill(r.label, 30, break_on_hyphens=False) for r in rows],
+                  fontsize=8)
     ax.set_xlim(0, top / div * 1.35)
     ax.set_ylim(-0.6, len(rows) - 0.4)
-    ax.set_xlabel(f"planned bytes ({unit}); dashed: theoretical minimum {fmt_bytes(minimum)}")
+    _plain_ticks(ax.xaxis)
+    ax.set_xlabel(f"planned bytes ({unit}); dashed: theoretical minimum "
+                  f"{fmt_in(minimum, unit)}")
     ax.set_title(title or "Bytes per technique (saving against no reuse)")
     return fig
 
@@ -429,23 +550,46 @@ def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | N
 # ---------------------------------------------------------------------------------------
 
 def plot_dtr_sweep(rows: Sequence[Any], chosen: float | None = None, ax: Any = None,
-                   title: str | None = None):
-    """Compute overhead against budget (the DTR paper's picture), `chosen` ratio marked."""
+                   title: str | None = None, *, chosen_status: str = "ok",
+                   chosen_overhead: float | None = None):
+    """Compute overhead against budget (the DTR paper's picture), the `chosen` ratio marked
+    by a line; with `chosen_overhead` (its run finished) a diamond at that compute, with a
+    `chosen_status` other than "ok" a large cross on the failed-run row at the top."""
     fig, ax = _new_axes(ax, (9, 3.2))
-    plot_sweep(rows, ax=ax, title=title or "DTR: compute paid for a smaller budget")
+    ymax = None
+    if chosen is not None and chosen_status == "ok" and chosen_overhead is not None:
+        ok = [r.overhead for r in rows if r.status == "ok"]
+        ymax = max([*ok, chosen_overhead]) * 1.05
+    plot_sweep(rows, ax=ax, title=title or "DTR: compute paid for a smaller budget",
+               ymax=ymax, legend=False)
     if chosen is not None:
         ax.axvline(chosen, color="#d62728", linewidth=1.2, label=f"budget {chosen:.0%}",
                    gid="chosen")
+        if chosen_status == "ok" and chosen_overhead is not None:
+            ax.plot([chosen], [chosen_overhead], "D", color="#d62728", ms=7, gid="dtr:ok",
+                    label=f"this budget: compute x{chosen_overhead:.2f}")
+        elif chosen_status != "ok":
+            ax.plot([chosen], [FAILED_Y], "X", color="#b00000", ms=10, clip_on=False,
+                    transform=ax.get_xaxis_transform(), gid=f"dtr:{chosen_status}",
+                    label=f"this budget: {chosen_status}")
+    _sweep_legend(ax)
     return fig
 
 
+FAILED_Y = 0.97     # failed runs have no compute to plot: a row of crosses at the top
+FAILED_LABEL = "x (top row): did not finish (thrashed, stuck or below the smallest budget)"
+
+
 def plot_sweep(rows: Sequence[Any], static: Sequence[Any] = (), ax: Any = None,
-               title: str | None = None, ymax: float | None = None) -> Any:
+               title: str | None = None, ymax: float | None = None, *,
+               legend: bool = True) -> Any:
     """Compute overhead against budget ratio, one line per heuristic (the DTR paper's
-    figure [Kirisame 2021]) from `minigraph.experiments.dtr.sweep`'s rows; runs that
-    failed are marked with an x at the top. `static`: StaticResults (sqrt(n), checkmate)
-    drawn as points at their peak ratio. Returns the Axes."""
+    figure [Kirisame 2021]) from `minigraph.experiments.dtr.sweep`'s rows. A run that
+    failed has no compute: it is an x on a row at the top of the axes (whatever its
+    limits), with one legend entry saying so. `static`: StaticResults (sqrt(n),
+    checkmate) drawn as points at their peak ratio. Returns the Axes."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
     by: dict[str, list[Any]] = {}
@@ -460,28 +604,38 @@ def plot_sweep(rows: Sequence[Any], static: Sequence[Any] = (), ax: Any = None,
                         label=h)
         bad = [r for r in rs if r.status != "ok"]
         if bad:
-            ax.plot([r.ratio for r in bad], [top] * len(bad), "x", color=line.get_color())
+            ax.plot([r.ratio for r in bad], [FAILED_Y] * len(bad), "x", ms=7, clip_on=False,
+                    color=line.get_color(), transform=ax.get_xaxis_transform(),
+                    gid=f"failed:{h}")
+    if any(r.status != "ok" for r in rows):
+        ax.add_line(Line2D([], [], marker="x", linestyle="", color="black",
+                           label=FAILED_LABEL, gid="failed-legend"))
     markers = {"sqrt(n)": "s", "checkmate": "*"}
     of = rows[0].ratio_of if rows else "total"
     for s in static:
         x = s.total_ratio if of == "total" else s.ratio
         ax.plot([x], [s.overhead], markers.get(s.method, "D"), ms=9, color="k",
                 mfc="none" if s.method == "sqrt(n)" else "gold", label=s.method)
-    handles, labels = ax.get_legend_handles_labels()
-    seen: dict[str, Any] = {}
-    for hd, lb in zip(handles, labels):
-        seen.setdefault(lb, hd)
-    ax.legend(seen.values(), seen.keys(), fontsize=8)
+    if legend:
+        _sweep_legend(ax)
     ax.set_xlabel("budget / no-rematerialisation peak" +
                   (" (total: with parameters, inputs, outputs)" if of == "total" else
                    " (arena only)"))
     ax.set_ylabel("compute / base compute")
-    ax.set_ylim(0.95, top * 1.02)
+    ax.set_ylim(0.95, top * 1.08)          # room under the row of failed runs
     ax.invert_xaxis()
     ax.grid(alpha=0.3)
     if title or rows:
         ax.set_title(title or f"DTR on {rows[0].graph}")
     return ax
+
+
+def _sweep_legend(ax: Any) -> None:
+    """One legend entry per label (a heuristic's line, the failed runs, the budget)."""
+    seen: dict[str, Any] = {}
+    for hd, lb in zip(*ax.get_legend_handles_labels()):
+        seen.setdefault(lb, hd)
+    ax.legend(seen.values(), seen.keys(), fontsize=8)
 
 
 def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
@@ -490,13 +644,18 @@ def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))
+    ys = [y for _, y in trace.timeline]
+    unit, div = byte_unit(max([*ys, trace.budget, trace.peak, 1]))
     if trace.timeline:
-        xs, ys = zip(*trace.timeline)
-        ax.step(xs, ys, where="post", lw=1, label="arena in use")
-    ax.axhline(trace.budget, color="r", ls="--", lw=1, label="budget")
-    ax.axhline(trace.peak, color="gray", ls=":", lw=1, label="no-remat peak")
+        ax.step([x for x, _ in trace.timeline], [y / div for y in ys], where="post", lw=1,
+                label="arena in use")
+    ax.axhline(trace.budget / div, color="r", ls="--", lw=1,
+               label=f"budget {fmt_in(trace.budget, unit)}", gid="budget")
+    ax.axhline(trace.peak / div, color="gray", ls=":", lw=1,
+               label=f"no-remat peak {fmt_in(trace.peak, unit)}", gid="peak")
+    _plain_ticks(ax.yaxis)
     ax.set_xlabel("clock (cost units)")
-    ax.set_ylabel("bytes")
+    ax.set_ylabel(f"bytes ({unit})")
     ax.set_title(f"{trace.heuristic}: x{trace.overhead:.2f} compute")
     ax.legend(loc="upper right", fontsize=8)
     return ax

@@ -38,7 +38,7 @@
 # graph output (inputs, parameters, constants and outputs keep their own storage).
 # `schedule` is a list of node names, a topological order; step k is `schedule[k]`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import sys
 from pathlib import Path
 
@@ -81,7 +81,7 @@ for name in ["x", "W1", "relu_0", "mean_0", "W1_new"]:
 # Fill in the function below. Run the cell after it too: it lets a grader swap in another
 # file (it does nothing otherwise).
 
-# %% tags=["solution"]
+# %% tags=["solution"] nbgrader={"grade": false, "grade_id": "my_liveness", "locked": false, "schema_version": 3, "solution": true}
 def my_liveness(graph, schedule, alignment=512):
     """Return (intervals, minimum): intervals[name] = (start, end, bytes) for EVERY tensor
     (end inclusive, bytes rounded up to `alignment`), and the theoretical minimum."""
@@ -89,7 +89,7 @@ def my_liveness(graph, schedule, alignment=512):
     raise NotImplementedError
 
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "load_solution", "locked": true, "schema_version": 3, "solution": false}
 # Graders: MINIGRAPH_SOLUTION=path/to/file.py (or "reference") replaces the function above.
 my_liveness = load_solution("my_liveness", default=my_liveness)
 
@@ -115,10 +115,16 @@ except NotImplementedError:
 # and the minimum are right. When one is wrong, the report names the tensor, the rule it
 # breaks, and a small graph (shrunk from the failing one) on which your function still
 # goes wrong.
+#
+# The number under the report is your score out of 100: what nbgrader counts as this cell's
+# points when your instructor grades with it.
 
-# %% tags=["check"]
+# %% tags=["check"] nbgrader={"grade": true, "grade_id": "check_liveness", "locked": true, "points": 100, "schema_version": 3, "solution": false}
+from minigraph.grading import check_liveness   # again: no name defined above stands in for it
+
 report = check_liveness(my_liveness)
-report
+display(report)
+report.score          # out of 100: nbgrader takes this number as the points of this cell
 
 # %% [markdown]
 # From a terminal, the same check grades a file:

@@ -28,7 +28,7 @@
 # proportion when larger). A leaderboard compares your arena with every planner of the
 # library, as a ratio to the theoretical minimum.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import sys
 from pathlib import Path
 
@@ -85,14 +85,14 @@ except PlanError as e:
 # offset where it does not overlap (in bytes) any already placed buffer that is alive at
 # some common step. Run the cell after it too: it lets a grader swap in another file.
 
-# %% tags=["solution"]
+# %% tags=["solution"] nbgrader={"grade": false, "grade_id": "my_planner", "locked": false, "schema_version": 3, "solution": true}
 def my_planner(buffers):
     """Return {buffer.id: offset} so that no two buffers alive at one step overlap."""
     # YOUR CODE HERE
     raise NotImplementedError
 
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "load_solution", "locked": true, "schema_version": 3, "solution": false}
 # Graders: MINIGRAPH_SOLUTION=path/to/file.py (or "reference") replaces the function above.
 my_planner = load_solution("my_planner", default=my_planner)
 
@@ -119,10 +119,16 @@ except PlanError as e:
 # rectangle exactly (their optimum is known; greedy planners rarely find it), and random
 # lists. A failing case is shrunk - buffers dropped while it still fails - to a small
 # reproducer.
+#
+# The number under the report is your score out of 100: what nbgrader counts as this cell's
+# points when your instructor grades with it.
 
-# %% tags=["check"]
+# %% tags=["check"] nbgrader={"grade": true, "grade_id": "check_planner", "locked": true, "points": 100, "schema_version": 3, "solution": false}
+from minigraph.grading import check_planner   # again: no name defined above stands in for it
+
 report = check_planner(my_planner)
-report
+display(report)
+report.score          # out of 100: nbgrader takes this number as the points of this cell
 
 # %% [markdown]
 # From a terminal: `python -m minigraph.grading a2 path/to/solution.py`, or

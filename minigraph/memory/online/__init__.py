@@ -7,9 +7,10 @@ measure what each one reserves, and see the fragmentation a static plan avoids.
 
 Reading order: trace.py (the events), base.py (segments, blocks, the books and their
 invariants), arena.py (first fit, best fit), caching.py (PyTorch's caching allocator,
-CuPy's pool), stitching.py (GMLake). Comparing them with the static planners is an experiment
-(`minigraph.experiments.allocators`, `minigraph.experiments.pool` for the real CuPy pool);
-the pictures are in `minigraph.viz.allocators`.
+CuPy's pool), expandable.py (PyTorch's expandable segments), stitching.py (GMLake).
+Comparing them with the static planners is an experiment (`minigraph.experiments.allocators`,
+`minigraph.experiments.pool` for the real CuPy pool); the pictures are in
+`minigraph.viz.allocators`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .base import (  # noqa: F401
     Segment,
 )
 from .caching import CachingAllocator, CupyPoolAllocator, roundup_power2_next_division  # noqa: F401
+from .expandable import ExpandableAllocator, FinePageExpandableAllocator  # noqa: F401
 from .stitching import StitchingAllocator  # noqa: F401
 from .trace import (  # noqa: F401
     Event,
@@ -50,6 +52,8 @@ ALLOCATORS: dict[str, Callable[..., OnlineAllocator]] = {
     "best-fit": BestFitAllocator,
     "caching": CachingAllocator,
     "cupy-pool": CupyPoolAllocator,
+    "expandable": ExpandableAllocator,
+    "expandable-2m": FinePageExpandableAllocator,
     "gmlake": StitchingAllocator,
 }
 

@@ -23,6 +23,9 @@ from .budget import positive_finite
 
 Planner = Callable[..., Placement]
 PLANNERS: dict[str, Planner] = {}
+# Planners that choose the schedule too (MODeL [Steiner 2023], joint.py): they take the
+# graph, not buffers, so they have a registry of their own, which `plan_memory` asks first.
+JOINT_PLANNERS: dict[str, Callable[..., Any]] = {}
 
 
 def register(name: str) -> Callable[[Planner], Planner]:
@@ -38,6 +41,9 @@ def get_planner(name: str) -> Planner:
     try:
         return PLANNERS[name]
     except KeyError:
+        if name in JOINT_PLANNERS:
+            raise PlanError(f"planner {name!r} chooses the schedule too: it plans a graph "
+                            "(plan_memory), not a list of buffers") from None
         raise PlanError(f"unknown planner {name!r}; known: {', '.join(sorted(PLANNERS))}") \
             from None
 
@@ -143,4 +149,4 @@ def _planning_ends(time_limit: Any, n: int) -> float | None:
 
 
 # The planner modules; importing each one registers its planners.
-from . import anneal, basic, ge, ilp, offset, search  # noqa: E402,F401,I001
+from . import anneal, basic, ge, ilp, joint, offset, search  # noqa: E402,F401,I001

@@ -18,15 +18,27 @@ from __future__ import annotations
 import math
 import random
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from ...errors import PlanError
-from ..buffers import Buffer, Placement
+from ..buffers import Buffer, Placement, theoretical_minimum
 from . import register
 from .budget import NEVER, Deadline, OutOfTime, check_count, check_time_limit, positive_finite
 from .offset import lowest_gap, size_order, start_plans
 
 MAX_MOVES = 10_000_000     # a time-limited run stops here too; more iterations are refused
+
+
+# Overlap-list entries built per second (measured on this machine, with room to spare).
+PAIRS_PER_SECOND = 1_000_000
+
+
+def overlapping_pairs(buffers: Sequence[Buffer]) -> int:
+    """How many pairs of buffers are alive at a common step, counted in O(n log n)."""
+    ends = sorted(b.end for b in buffers)
+    n = len(buffers)
+    return n * (n - 1) // 2 - sum(bisect_left(ends, b.start) for b in buffers)
 
 
 def overlap_lists(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> list[list[int]]:
@@ -68,16 +80,23 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
     offsets = {b.id: 0 for b in buffers}
     if not items:
         return Placement.of(buffers, offsets, "anneal: nothing to place")
-    perm, start_name, start_off, cut = _start_order(items, start, deadline)
+    lower = theoretical_minimum(items)
+    perm, start_name, start_off, cut = _start_order(items, start, deadline, lower)
     try:
         if cut:
-            raise OutOfTime(cut)
+            raise OutOfTime(cut + ": the time limit was reached before the search")
+        if max(o + b.size for o, b in zip(start_off, items)) <= lower:
+            raise OutOfTime("optimal: it meets the theoretical minimum")
+        entries = 2 * overlapping_pairs(items)
+        if time_limit is not None and entries > PAIRS_PER_SECOND * deadline.left() / 2:
+            raise OutOfTime(f"its overlap lists would hold {entries:,} entries, more than "
+                            f"{deadline.left():.1f} s left allow")
         order = Decoding(items, perm, deadline)
         start_arena = order.decode(0, deadline)
     except OutOfTime as stop:
         offsets.update((b.id, o) for b, o in zip(items, start_off))
         return Placement.of(buffers, offsets, f"anneal: 0 moves, {start_name}'s plan "
-                            f"({stop.step}: the time limit was reached before the search)")
+                            f"({stop.step})")
     best_off, best, gain, k, accepted = _anneal(order, start_arena, seed, iterations,
                                                 time_limit, deadline, t_start, t_end)
     for b, o in zip(items, best_off):
@@ -244,14 +263,24 @@ def offset_order(items: Sequence[Buffer], offsets: Sequence[int]) -> list[int]:
     return sorted(range(len(items)), key=lambda i: (offsets[i], -items[i].size, i))
 
 
-def _start_order(items: Sequence[Buffer], start: str, deadline: Deadline
+def _start_order(items: Sequence[Buffer], start: str, deadline: Deadline, lower: int
                  ) -> tuple[list[int], str, list[int], str]:
     """The first order, its heuristic's name and plan, and what the deadline cut ("" when
-    nothing). With "best", the better of greedy-size and bestfit (greedy-size on ties)."""
-    names = {"greedy-size": ["greedy-size"], "bestfit": ["bestfit"]}.get(
-        start, ["greedy-size", "bestfit"])
+    nothing). With "best", the better of greedy-size and bestfit (greedy-size on ties);
+    bestfit runs first, and greedy-size not at all when bestfit meets `lower` or less
+    than twice bestfit's time is left."""
+    names = {"greedy-size": ["greedy-size"], "bestfit": ["bestfit"]}.get(start, ["bestfit"])
+    took = time.perf_counter()
     plans, cut = start_plans(items, names, deadline)
+    took = time.perf_counter() - took
     arena = {name: max(o + b.size for o, b in zip(off, items)) for name, off in plans}
+    if start == "best" and not cut and arena["bestfit"] > lower and \
+            deadline.left() > 2 * took:     # greedy-size costs about what bestfit did
+        more, cut = start_plans(items, ["greedy-size"], deadline)
+        if not cut:
+            plans = more + plans
+            arena["greedy-size"] = max(o + b.size for o, b in zip(more[0][1], items))
+        cut = ""                        # greedy-size cut short: bestfit's plan stands
     name, off = min(plans, key=lambda p: arena[p[0]])     # the first on ties
     if name == "greedy-size" and not cut:
         return size_order(items), name, off, cut

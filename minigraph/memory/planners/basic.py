@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 
+from sortedcontainers import SortedList
+
+from ...errors import PlanError
 from ..buffers import Buffer, Placement
 from . import blocks_to_offsets, register
 
@@ -17,15 +19,20 @@ def plan_none(buffers: Sequence[Buffer]) -> Placement:
 
 @register("refcount")
 def plan_refcount(buffers: Sequence[Buffer], *, match_range: int = 16) -> Placement:
-    """MXNet's counter simulation, as nnvm's PlanMemory does it [Chen 2016].
+    """MXNet's counter simulation, as nnvm's PlanMemory does it [Chen 2016], [NNVM 2016].
 
     Walk the steps. Each tensor's counter is its number of pending readers; it reaches 0
     at the tensor's last reader, i.e. at step `end`. At each step the outputs first take
     storage from the free pool - the smallest free block of at least the size, if it is
-    within `match_range` times the size; else the largest smaller block within the range,
-    grown to the size; else new storage - and only then do the inputs whose counter hit
-    0 go back to the pool. Storage blocks are laid end to end at the end.
+    within `match_range` times the size; else the largest smaller block within the range
+    (at least size / match_range), grown to the size; else new storage - and only then do
+    the inputs whose counter hit 0 go back to the pool. Storage blocks are laid end to end
+    at the end. `match_range` 0 turns reuse off, 1 reuses only blocks of exactly the size,
+    and 2 or more also grows smaller blocks (nnvm's default is 16).
     """
+    if isinstance(match_range, bool) or not hasattr(type(match_range), "__index__") \
+            or match_range < 0:
+        raise PlanError(f"refcount: match_range must be an integer >= 0, not {match_range!r}")
     by_start: dict[int, list[Buffer]] = {}
     for b in buffers:
         by_start.setdefault(b.start, []).append(b)
@@ -35,7 +42,7 @@ def plan_refcount(buffers: Sequence[Buffer], *, match_range: int = 16) -> Placem
     block_of: dict = {}
     blocks: list[list[Buffer]] = []
     block_size: list[int] = []
-    free: list[tuple[int, int]] = []  # (block size, block id), sorted: the free pool
+    free = SortedList()               # (block size, block id): the free pool
     for t in sorted(set(by_start) | set(by_end)):
         for b in by_start.get(t, ()):
             k = _take(free, b.size, match_range) if b.size else None
@@ -44,27 +51,29 @@ def plan_refcount(buffers: Sequence[Buffer], *, match_range: int = 16) -> Placem
                 blocks.append([])
                 block_size.append(0)
             else:
-                free.pop(k[1])
+                del free[k[1]]
                 k = k[0]
             blocks[k].append(b)
             block_size[k] = max(block_size[k], b.size)
             block_of[b.id] = k
         for b in by_end.get(t, ()):
             k = block_of[b.id]
-            bisect.insort(free, (block_size[k], k))
+            free.add((block_size[k], k))
     return Placement.of(buffers, blocks_to_offsets(blocks),
                         blocks=[[b.id for b in bl] for bl in blocks])
 
 
-def _take(free: list[tuple[int, int]], size: int, match_range: int):
-    """Index of the pool entry to reuse for `size` bytes, as (block id, position) or None."""
+def _take(free: SortedList, size: int, match_range: int) -> tuple[int, int] | None:
+    """The pool entry to reuse for `size` bytes, as (block id, position), or None. The
+    pool is a `SortedList`: O(log n) per look-up, insertion and removal, where a plain
+    sorted list moves O(pool) entries (quadratic on a training graph's large pools)."""
     if match_range == 0 or not free:
         return None
-    mid = bisect.bisect_left(free, (size, -1))
-    hi = bisect.bisect_right(free, (size * match_range, float("inf")))
+    mid = free.bisect_left((size, -1))
+    hi = free.bisect_right((size * match_range, float("inf")))
     if mid < hi:                                  # smallest block that is large enough
         return free[mid][1], mid
-    lo = bisect.bisect_left(free, (size / match_range, -1))
+    lo = free.bisect_left((size / match_range, -1))
     if mid - 1 >= lo:                             # largest smaller block, to be grown
         return free[mid - 1][1], mid - 1
     return None

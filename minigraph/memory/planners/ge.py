@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Sequence
 from ..buffers import Buffer, Placement, align_up
 from . import blocks_to_offsets, register
 from .budget import NEVER, Deadline
-from .offset import TimeIndex, lowest_gap
+from .offset import box_index
 
 GE_ALIGN = 512
 LARGE_BLOCK = 8 * 1024 * 1024     # GE never merges away a range of >= 2 sizes this large
@@ -173,14 +173,11 @@ def ge_offsets(buffers: Sequence[Buffer], alignment: int = GE_ALIGN, holes: bool
              [(bl[0].start, max(b.end for b in bl))] for bl in blocks]
     size = [align_up(bl[0].size, alignment) for bl in blocks]
     order = sorted(range(len(blocks)), key=lambda k: (-size[k], blocks[k][0].start, k))
-    index = TimeIndex()
+    index = box_index([span for sp in spans for span in sp])
     offsets: dict[Hashable, int] = {b.id: 0 for b in buffers}
     for k in order:
         deadline.check("ge")
-        taken = []
-        for start, end in spans[k]:
-            taken += index.in_the_way(start, end)
-        off = lowest_gap(taken, size[k])
+        off = index.lowest(spans[k], size[k])
         for start, end in spans[k]:
             index.add(start, end, off, off + size[k])
         for b in blocks[k]:

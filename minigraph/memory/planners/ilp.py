@@ -67,7 +67,8 @@ def heuristics(buffers: Sequence[Buffer], deadline: Deadline) -> tuple[str, dict
     return runs[k][0], runs[k][1], arenas[k], cut
 
 
-def _gap(arena: int, bound: int) -> str:
+def gap_note(arena: int, bound: int) -> str:
+    """"optimal" when the arena meets the bound, else the gap in percent of the arena."""
     return "optimal" if arena <= bound else f"gap {100.0 * (arena - bound) / arena:.1f}%"
 
 
@@ -95,7 +96,7 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
     n_pairs = count_overlapping_pairs(items)
     if n_pairs > MAX_PAIRS:
         return Placement.of(buffers, offsets, f"ilp skipped ({n_pairs} pairs > "
-                            f"{MAX_PAIRS}); {h_name}: {_gap(upper, lower)}")
+                            f"{MAX_PAIRS}); {h_name}: {gap_note(upper, lower)}")
     try:
         if cut:
             raise OutOfTime(cut)
@@ -107,7 +108,7 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
         from scipy.optimize import milp
     except OutOfTime as stop:
         return Placement.of(buffers, offsets, f"ilp not solved ({stop.step}: time limit "
-                            f"reached); {h_name}: {_gap(upper, lower)}")
+                            f"reached); {h_name}: {gap_note(upper, lower)}")
     left = max(time_limit - (time.perf_counter() - t0), 0.1)
     res = milp(**model, options={"time_limit": left, "disp": False})
     bound = lower
@@ -115,19 +116,19 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
         bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)) * grain)
     if res.x is None:
         return Placement.of(buffers, offsets, f"ilp found no plan in {time_limit:g} s; "
-                            f"{h_name}: {_gap(upper, bound)}")
+                            f"{h_name}: {gap_note(upper, bound)}")
     exact = checked_plan(items, pairs, res.x)
     if exact is None:
         return Placement.of(buffers, offsets, f"ilp plan refused (the solver's orders "
-                            f"overlap); {h_name}: {_gap(upper, bound)}")
+                            f"overlap); {h_name}: {gap_note(upper, bound)}")
     arena = arena_size(items, exact)
     if arena > upper:                      # cannot happen with M <= U, but stay safe
         return Placement.of(buffers, offsets, f"ilp no better than {h_name}: "
-                            f"{_gap(upper, bound)}")
+                            f"{gap_note(upper, bound)}")
     offsets.update(exact)
     # "Proved" only if the exact plan is the solver's (not rounded up from a tolerance).
     proved = res.status == 0 and arena <= (res.x[len(items)] + 0.5) * grain
-    note = "optimal" if proved or arena <= bound else _gap(arena, bound)
+    note = "optimal" if proved or arena <= bound else gap_note(arena, bound)
     return Placement.of(buffers, offsets, note + f" (ilp, {len(pairs)} pairs, "
                         f"{time.perf_counter() - t0:.2f} s)")
 
@@ -167,7 +168,7 @@ def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: i
     s = np.array([b.size // grain for b in items], dtype=float)
     big = float(upper // grain)
     nv = n + 1 + len(pairs)
-    m = _Rows()
+    m = Rows()
     for i in range(n):                                   # x_i - M <= -s_i
         m.add([i, n], [1.0, -1.0], -s[i])
     for k, (i, j) in enumerate(pairs):
@@ -191,7 +192,7 @@ def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: i
             "constraints": LinearConstraint(m.matrix(nv), m.lo, m.hi)}
 
 
-def _clique_cuts(m: _Rows, items: Sequence[Buffer], pairs: list[tuple[int, int]],
+def _clique_cuts(m: Rows, items: Sequence[Buffer], pairs: list[tuple[int, int]],
                  s: np.ndarray, deadline: Deadline = NEVER) -> None:
     """Cuts that tighten the relaxation: the buffers alive at one step are stacked, so
     everything of that step lying below i fits under x_i, and everything above it fits
@@ -224,7 +225,7 @@ def _clique_cuts(m: _Rows, items: Sequence[Buffer], pairs: list[tuple[int, int]]
             m.add(over_cols, over_vals, over_rhs)
 
 
-class _Rows:
+class Rows:
     """A sparse constraint matrix built one row at a time, each row `... <= hi`."""
 
     def __init__(self) -> None:
@@ -268,24 +269,31 @@ def live_sets(items: Sequence[Buffer], deadline: Deadline = NEVER) -> list[list[
 
 def _longest_paths(items: Sequence[Buffer], pairs: list[tuple[int, int]], x: np.ndarray,
                    n: int) -> dict | None:
-    """Integer offsets from the solver's orders: each buffer sits right on top of the
-    highest buffer ordered below it, taken in a topological order of "below" (the
-    solver's offsets only break ties: with a tolerance they may disagree with its
-    orders). None when the orders hold a cycle."""
-    below: list[list[int]] = [[] for _ in range(n)]
+    """Integer offsets from the solver's orders (`stack_by_orders`; z = 1: i below j)."""
+    below = [(i, j) if x[n + 1 + k] > 0.5 else (j, i) for k, (i, j) in enumerate(pairs)]
+    return stack_by_orders(items, below, x[:n])
+
+
+def stack_by_orders(items: Sequence[Buffer], below: Sequence[tuple[int, int]],
+                    hint: Sequence[float]) -> dict | None:
+    """Integer offsets from pairwise orders, `(lo, hi)`: lo lies below hi (indices into
+    `items`). Each buffer sits right on top of the highest buffer ordered below it, taken
+    in a topological order of "below" (a solver's offsets, `hint`, only break ties: with a
+    tolerance they may disagree with its orders). None when the orders hold a cycle."""
+    n = len(items)
+    under: list[list[int]] = [[] for _ in range(n)]
     above: list[list[int]] = [[] for _ in range(n)]
-    for k, (i, j) in enumerate(pairs):
-        lo, hi = (i, j) if x[n + 1 + k] > 0.5 else (j, i)
-        below[hi].append(lo)
+    for lo, hi in below:
+        under[hi].append(lo)
         above[lo].append(hi)
-    waiting = [len(b) for b in below]
-    ready = sorted((i for i in range(n) if not waiting[i]), key=lambda i: (x[i], i),
+    waiting = [len(b) for b in under]
+    ready = sorted((i for i in range(n) if not waiting[i]), key=lambda i: (hint[i], i),
                    reverse=True)
     off, done = [0] * n, 0
     while ready:
         j = ready.pop()
         done += 1
-        off[j] = max((off[i] + items[i].size for i in below[j]), default=0)
+        off[j] = max((off[i] + items[i].size for i in under[j]), default=0)
         for k in above[j]:
             waiting[k] -= 1
             if not waiting[k]:

@@ -10,17 +10,22 @@ Two heuristics, both placing boxes at offsets directly (no "blocks"):
   buffer whose lifetime fits under it; when none fits, raise the line to its lower
   neighbour and merge them.
 
-Both need "what is placed in the way of [start, end]?" many times. `TimeIndex` answers in
-time that grows with the answer, not with the number of buffers placed (see its
-docstring): 20,000 buffers with ~30 alive per step plan in about 0.3 s of CPU, and the
-time grows as n log n while the number alive per step stays bounded.
+Greedy-size (and GE's level 2, in ge.py) asks "the lowest offset free over [start, end]"
+once per buffer. `TimeIndex` answers by reading every placed box in the way: cheap while
+few buffers live together (20,000 buffers with ~30 alive per step plan in about 0.3 s of
+CPU), quadratic on a training graph, where thousands of activations are alive at the turn
+from forward to backward. `FreeSpace` answers from merged byte ranges kept in a segment
+tree over the steps, so its cost does not grow with the boxes in the way; `box_index`
+picks one of the two by how much the lifetimes overlap. Both give the same offsets.
+Best fit keeps its skyline in a heap and its unplaced buffers in a segment tree, so it
+too is O(n log n).
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement
@@ -31,11 +36,12 @@ from .budget import NEVER, Deadline, OutOfTime, stack_unplaced
 class TimeIndex:
     """Placed boxes, found by time.
 
-    Boxes are kept in one start-sorted list per lifetime class: class c holds lifetimes of
-    `2**(c-1)` to `2**c - 1` steps. A box of class c that overlaps `[s, e]` must start in
-    `(s - 2**c, e]`, a window at most twice as long as needed, so a query reads about
-    twice the boxes it returns, plus one bisection per class (at most ~17 classes for
-    100,000 steps).
+    Boxes are kept in one start-sorted list per lifetime class: class c holds lifetimes
+    below `4**c` steps (and at least `4**(c-1)`, roughly). A box of class c that overlaps
+    `[s, e]` must start in `(s - 4**c, e]`, a window a few times as long as needed, so a
+    query reads a few times the boxes it returns, plus two bisections per class (at most
+    ~9 classes for 100,000 steps: on long lists a bisection, which chases pointers all
+    over memory, costs more than reading a few more boxes).
     """
 
     __slots__ = ("_starts", "_boxes")
@@ -46,7 +52,7 @@ class TimeIndex:
 
     def add(self, start: int, end: int, lo: int, hi: int) -> None:
         """Record a box alive over steps [start, end] at bytes [lo, hi)."""
-        c = (end - start + 1).bit_length()
+        c = ((end - start + 1).bit_length() + 1) // 2      # lifetimes below 4**c
         starts = self._starts.get(c)
         if starts is None:
             self._starts[c], self._boxes[c] = [start], [(end, lo, hi)]
@@ -59,11 +65,179 @@ class TimeIndex:
         """Byte ranges [lo, hi) of the placed boxes alive at some step of [start, end]."""
         out: list[tuple[int, int]] = []
         for c, starts in self._starts.items():
-            i = bisect_right(starts, start - (1 << c))
+            i = bisect_right(starts, start - (1 << 2 * c))
             j = bisect_right(starts, end, i)
             if i < j:
                 out += [(lo, hi) for e, lo, hi in self._boxes[c][i:j] if e >= start]
         return out
+
+    def lowest(self, spans: Iterable[tuple[int, int]], size: int, fit: str = "lowest"
+               ) -> int:
+        """`lowest_gap` of the boxes alive at some step of `spans`, for `size` bytes."""
+        taken: list[tuple[int, int]] = []
+        for start, end in spans:
+            taken += self.in_the_way(start, end)
+        return lowest_gap(taken, size, fit)
+
+
+def box_index(spans: Sequence[tuple[int, int]]) -> TimeIndex | FreeSpace:
+    """An empty index for boxes with these lifetimes: `TimeIndex` while the lifetimes
+    make at most `DENSE` overlapping pairs per box (it reads every box in the way, which
+    is then cheaper), else `FreeSpace`. Both give the same answers."""
+    if overlapping_pairs(spans) > DENSE * len(spans):
+        return FreeSpace(spans)
+    return TimeIndex()
+
+
+DENSE = 256     # about where FreeSpace overtakes TimeIndex on the hard instances
+
+
+def overlapping_pairs(spans: Sequence[tuple[int, int]]) -> int:
+    """How many pairs of the closed intervals `spans` share a step, in O(n log n)."""
+    ends = sorted(e for _, e in spans)
+    n = len(spans)
+    return n * (n - 1) // 2 - sum(bisect_left(ends, s) for s, _ in spans)
+
+
+class FreeSpace:
+    """Placed boxes, kept to answer "the lowest offset free at every step of these spans"
+    without reading every box in the way.
+
+    A segment tree over the steps (ranked: only their order matters). Node v keeps
+    `used[v]`: the byte ranges of the boxes that reach into v's steps, merged into
+    disjoint sorted runs - all of them at a *wide* node (`wide` steps or more), else
+    only those that cover no whole ancestor of v; and `cover[v]`: the boxes that cover
+    all of v's steps but no whole ancestor. The boxes alive at some step of a span are
+    then exactly those of `used` at the O(log steps) nodes that tile the span and of
+    `cover` at their ancestors. Those sets can interleave (a training graph's stack of
+    activations, each held over a different stretch, is split over many nodes), so every
+    `stride`-th step is also a *probe* that keeps the exact union of the boxes alive at
+    it: a short list, since the stack is a few runs of bytes at any one step. A query
+    reads the probes inside its span first, which lets `lowest_free` jump over the stack
+    in a few steps. `stride` and `wide` are set from the lifetimes so that a box reaches
+    about `PROBES_PER_BOX` probes and `WIDE_PER_BOX` wide nodes on average (beyond one
+    per level), so they cost O(n log n) merges in all.
+    """
+
+    __slots__ = ("_rank", "_leaves", "_used", "_cover", "_stride", "_probes", "_wide")
+    WIDE_PER_BOX = 8
+    PROBES_PER_BOX = 4
+    PROBES_PER_QUERY = 8
+
+    def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
+        points = sorted({t for span in spans for t in span})
+        self._rank = {t: k for k, t in enumerate(points)}
+        leaves = 1
+        while leaves < len(points):
+            leaves *= 2
+        self._leaves = leaves
+        self._used = [([], []) for _ in range(2 * leaves)]      # (los, his) per node
+        self._cover: dict[int, tuple[list[int], list[int]]] = {}
+        reach = sum(self._rank[e] - self._rank[s] + 1 for s, e in spans)
+        self._stride = max(1, -(-reach // (self.PROBES_PER_BOX * max(len(spans), 1))))
+        self._probes: dict[int, tuple[list[int], list[int]]] = {}
+        self._wide = max(1, reach // (self.WIDE_PER_BOX * max(len(spans), 1)))
+
+    def add(self, start: int, end: int, lo: int, hi: int) -> None:
+        """Record a box alive over steps [start, end] at bytes [lo, hi); both steps must
+        be among those the index was made for."""
+        s, e = self._rank[start], self._rank[end]
+        k = self._stride
+        for p in range(-(-s // k), e // k + 1):
+            _merge_in(self._probes.setdefault(p, ([], [])), lo, hi)
+        used, cover, wide = self._used, self._cover, self._wide
+        stack = [(1, 0, self._leaves - 1, False)]
+        while stack:
+            v, a, b, inside = stack.pop()
+            if b - a >= wide:                   # a wide node: the full union, always
+                _merge_in(used[v], lo, hi)
+            elif inside:
+                continue
+            else:
+                _merge_in(used[v], lo, hi)
+            if not inside and s <= a and b <= e:
+                if b > a:
+                    _merge_in(cover.setdefault(v, ([], [])), lo, hi)
+                inside = True
+            if b > a:
+                m = (a + b) // 2
+                if s <= m:
+                    stack.append((2 * v, a, m, inside))
+                if e > m:
+                    stack.append((2 * v + 1, m + 1, b, inside))
+
+    def unions(self, spans: Iterable[tuple[int, int]]) -> list[tuple[list[int], list[int]]]:
+        """Merged byte ranges (los, his), probes first: together every box alive at some
+        step of `spans`, and no other."""
+        probes, nodes, covers = {}, {}, {}
+        used, cover, k = self._used, self._cover, self._stride
+        for start, end in spans:
+            s, e = self._rank[start], self._rank[end]
+            first, last = -(-s // k), e // k
+            step = max(1, (last - first + 1) // self.PROBES_PER_QUERY)
+            for p in range(first, last + 1, step):
+                if p in self._probes:
+                    probes[p] = self._probes[p]
+            stack = [(1, 0, self._leaves - 1)]
+            while stack:
+                v, a, b = stack.pop()
+                if s <= a and b <= e:
+                    if used[v][0]:
+                        nodes[v] = used[v]
+                    continue
+                if v in cover:
+                    covers[v] = cover[v]
+                m = (a + b) // 2
+                if s <= m:
+                    stack.append((2 * v, a, m))
+                if e > m:
+                    stack.append((2 * v + 1, m + 1, b))
+        return [*probes.values(), *nodes.values(), *covers.values()]
+
+    def lowest(self, spans: Iterable[tuple[int, int]], size: int, fit: str = "lowest"
+               ) -> int:
+        """`lowest_gap` of the boxes alive at some step of `spans`, for `size` bytes."""
+        sets = self.unions(spans)
+        if fit == "lowest":
+            return lowest_free(sets, size)
+        return lowest_gap(list(heapq.merge(*(zip(*s) for s in sets))), size, fit)
+
+
+def _merge_in(ranges: tuple[list[int], list[int]], lo: int, hi: int) -> None:
+    """Add bytes [lo, hi) to disjoint sorted ranges, merging those it overlaps or touches."""
+    los, his = ranges
+    i = bisect_left(his, lo)
+    j = bisect_right(los, hi, i)
+    if i == j:
+        los.insert(i, lo)
+        his.insert(i, hi)
+    else:
+        los[i:j] = [min(lo, los[i])]
+        his[i:j] = [max(hi, his[j - 1])]
+
+
+def lowest_free(sets: Sequence[tuple[list[int], list[int]]], size: int) -> int:
+    """The lowest offset y >= 0 with [y, y + size) clear of every range of `sets` (each
+    disjoint and sorted, as (los, his)): a heap holds each set's next range; while the
+    lowest one is in the way, y jumps to its end. Every offset jumped over is blocked, so
+    the answer is the first fit of `lowest_gap` over all the ranges (a heap entry may be
+    stale, i.e. end below y, but then the set's true next range starts no lower)."""
+    y = 0
+    heap = [(los[0], k) for k, (los, _) in enumerate(sets) if los]
+    heapq.heapify(heap)
+    while heap and heap[0][0] < y + size:
+        k = heap[0][1]
+        los, his = sets[k]
+        j = bisect_right(his, y)                  # the set's first range ending above y
+        n = len(los)
+        while j < n and los[j] < y + size:        # in the way: jump past it (and the
+            y = his[j]                            # set's next ones, while in the way)
+            j += 1
+        if j < n:
+            heapq.heapreplace(heap, (los[j], k))
+        else:
+            heapq.heappop(heap)
+    return y
 
 
 def lowest_gap(taken: list[tuple[int, int]], size: int, fit: str = "lowest") -> int:
@@ -96,7 +270,7 @@ def place_in_order(buffers: Sequence[Buffer], order: Sequence[int], fit: str = "
     `deadline`: `OutOfTime` carrying the offsets placed so far (-1: not yet)."""
     if fit not in ("lowest", "best"):
         raise PlanError(f"fit must be 'lowest' or 'best', not {fit!r}")
-    index = TimeIndex()
+    index = box_index([(b.start, b.end) for b in buffers if b.size])
     offsets = [0] * len(buffers)
     for k, i in enumerate(order):
         b = buffers[i]
@@ -104,7 +278,7 @@ def place_in_order(buffers: Sequence[Buffer], order: Sequence[int], fit: str = "
             continue
         if deadline.passed():
             raise OutOfTime("greedy-size", _unplaced_after(buffers, offsets, order[k:]))
-        off = lowest_gap(index.in_the_way(b.start, b.end), b.size, fit)
+        off = index.lowest([(b.start, b.end)], b.size, fit)
         offsets[i] = off
         index.add(b.start, b.end, off, off + b.size)
     return offsets
@@ -196,10 +370,7 @@ def heuristic_offsets(items: Sequence[Buffer], name: str, deadline: Deadline = N
 def crowded(items: Sequence[Buffer], per_buffer: int = 64) -> bool:
     """More than `per_buffer` buffers alive with each buffer, on average (counted in
     O(n log n)): greedy-size then costs more than bestfit."""
-    ends = sorted(b.end for b in items)
-    n = len(items)
-    pairs = n * (n - 1) // 2 - sum(bisect_left(ends, b.start) for b in items)
-    return pairs > per_buffer * n
+    return overlapping_pairs([(b.start, b.end) for b in items]) > per_buffer * len(items)
 
 
 def start_plans(items: Sequence[Buffer], names: Sequence[str], deadline: Deadline

@@ -30,14 +30,19 @@ side has no plan, the other side's alternatives are not tried.
 The order of the choices (never what is cut) is a `Strategy`; one strategy often finds a
 plan with no backtracking where another needs thousands of nodes, so `plan_search` gives
 each strategy of `PORTFOLIO` a small node budget in turn, doubling the budgets each round.
-It starts from the better of greedy-size and bestfit, asks first for the theoretical
-minimum (success proves optimality), then bisects between the best lower bound and the
-best plan.
+It starts from bestfit (and greedy-size, if bestfit misses the theoretical minimum),
+looks for a bound above the theoretical minimum in small time windows solved exactly
+(`window_proof`: a window with no plan within C bytes proves the whole problem has
+none), asks for a plan at the best lower bound (success proves optimality), then bisects
+between it and the best plan. The time limit covers all of it, the start included; a
+problem too large for its tables to be built in the time left (tens of thousands of
+buffers) keeps the start plan, with a note that says so.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -187,6 +192,7 @@ class Run:
     deadline: float | None
     nodes: int = 0
     stopped: str = ""
+    why_bound: str = ""
     roomy: list[Strategy] = field(default_factory=lambda: list(PORTFOLIO))
 
 
@@ -195,14 +201,18 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
                 node_limit: int | None = None) -> Placement:
     """Branch and bound over canonical plans [Moffitt 2023], anytime.
 
-    Starts from the better of greedy-size and bestfit, so it is never worse than either.
-    Each round gives the strategies of `PORTFOLIO`, four at a time, a node budget to find
-    a plan at the lower bound, each batch followed by a bisection between the lower
-    bound and the best plan so far; budgets double from round to round. `node_limit`
-    bounds the nodes of all searches together (the result is then a function of the
-    input alone); `time_limit` (seconds, None for none) stops earlier, and the note says
-    so. The note says "optimal" when the plan meets the theoretical minimum or a search
-    proved that no smaller plan exists; otherwise it gives the gap to the best lower bound.
+    Starts from bestfit (and greedy-size, when bestfit misses the theoretical minimum),
+    so it is never worse than either. A bound stronger than the theoretical minimum is
+    looked for in small time windows (`window_proof`). Then each round gives the
+    strategies of `PORTFOLIO`, four at a time, a node budget to find a plan at the lower
+    bound, each batch followed by a bisection between the lower bound and the best plan
+    so far; budgets double from round to round. `node_limit` bounds the nodes of all
+    searches together (the result is then a function of the input alone); `time_limit`
+    (seconds, None for none) covers the whole call, and the note says when it stopped
+    the search. A problem whose tables would not be built in the time left keeps the
+    start plan, and the note says so. The note says "optimal" when the plan meets the
+    theoretical minimum or a search proved that no smaller plan exists; otherwise it
+    gives the gap to the best lower bound proved.
     """
     check_time_limit("search", time_limit, optional=True)
     if node_limit is not None:
@@ -214,38 +224,178 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
     if not items:
         return Placement.of(buffers, offsets, note="optimal (nothing to place)")
     lower = theoretical_minimum(items)
-    plans, cut = start_plans(items, ["greedy-size", "bestfit"], deadline)
-    best, plan = min((max(o + b.size for o, b in zip(p, items)), p) for _, p in plans)
+    name, best, plan, cut = start_plan(items, lower, deadline)
     try:
         if cut:
-            raise OutOfTime(cut)
-        # A start at the minimum is optimal: no need to build the search's tables.
-        problem = _Solved(lower) if best <= lower else Problem(items, deadline)
+            raise OutOfTime(cut + ": the time limit was reached before the search")
+        if best <= lower:   # optimal already: no need to build the search's tables
+            problem = _Solved(lower)
+        else:
+            too_big(items, deadline)
+            problem = Problem(items, deadline)
     except OutOfTime as stop:
         offsets.update((b.id, o) for b, o in zip(items, plan))
         gap = "optimal (meets the theoretical minimum)" if best <= lower else \
             f"gap {100.0 * (best - lower) / best:.1f}% to the lower bound {lower} B"
         return Placement.of(buffers, offsets, note=(
-            f"search: {best} B, {gap}; 0 nodes, "
-            f"{time.perf_counter() - t0:.2f} s ({stop.step}: the time limit was reached "
-            "before the search)"))
+            f"search: {name}'s plan kept, {best} B, {gap}; 0 nodes, "
+            f"{time.perf_counter() - t0:.2f} s ({stop.step})"))
     run = Run(problem, best, plan, lower, max(64, 3 * len(items) // 2), node_limit,
               deadline.at)
     start = run.best
+    if run.best > run.proved:
+        prove_bound(run, time_limit)
+    search_rounds(run)
+    for b, o in zip(items, run.plan):
+        offsets[b.id] = o
+    took = time.perf_counter() - t0
+    note = f"search: {start} -> {run.best} B, {verdict(run)}; {run.nodes} nodes, {took:.2f} s"
+    return Placement.of(buffers, offsets, note=note)
+
+
+def search_rounds(run: Run) -> None:
+    """The rounds of `plan_search`: the lower bound itself, a few strategies at a time,
+    each batch followed by a bisection (so a problem that is hard at the bound still
+    improves early); the node budgets double from round to round."""
     while run.best > run.proved and not run.stopped:
-        # The lower bound itself, a few strategies at a time, each batch followed by a
-        # bisection (so a problem that is hard at the bound still improves early).
         for k in range(0, len(PORTFOLIO), 4):
             if run.best <= run.proved or run.stopped:
                 break
             if attempt(run, run.proved, list(PORTFOLIO[k:k + 4])) == ABORTED:
                 bisect(run)
         run.budget *= 2
-    for b, o in zip(items, run.plan):
-        offsets[b.id] = o
-    took = time.perf_counter() - t0
-    note = f"search: {start} -> {run.best} B, {verdict(run)}; {run.nodes} nodes, {took:.2f} s"
-    return Placement.of(buffers, offsets, note=note)
+
+
+def start_plan(items: Sequence[Buffer], lower: int, deadline: Deadline
+               ) -> tuple[str, int, list[int], str]:
+    """The plan the search starts from: bestfit's, or greedy-size's when that is smaller
+    (greedy-size runs only when bestfit misses `lower` and twice bestfit's time is left:
+    they cost about the same). (name, arena, offsets, what the deadline cut, "" when
+    nothing)."""
+    took = time.perf_counter()
+    plans, cut = start_plans(items, ["bestfit"], deadline)
+    took = time.perf_counter() - took
+    name, plan = plans[0]
+    arena = max(o + b.size for o, b in zip(plan, items))
+    if arena > lower and not cut and deadline.left() > 2 * took:  # time for greedy-size
+        more, cut = start_plans(items, ["greedy-size"], deadline)
+        other = max(o + b.size for o, b in zip(more[0][1], items))
+        if cut:                         # cut short: the rest stacked, no better
+            cut = "greedy-size cut short"
+        elif other < arena:
+            (name, plan), arena = more[0], other
+    return name, arena, plan, cut
+
+
+# The search's tables (overlap lists, section members) are built at about this many
+# entries a second, measured on this machine with room to spare.
+TABLE_ENTRIES_PER_SECOND = 1_000_000
+
+
+def table_entries(items: Sequence[Buffer]) -> int:
+    """Entries of the search's tables, counted in O(n log n) without building them: two
+    per pair of buffers alive together (the overlap lists), one per buffer and section
+    it lives in (the section members)."""
+    n = len(items)
+    ends = sorted(b.end for b in items)
+    pairs = n * (n - 1) // 2 - sum(bisect_left(ends, b.start) for b in items)
+    cuts = sorted({b.start for b in items} | {b.end + 1 for b in items})
+    spans = sum(bisect_right(cuts, b.end) - bisect_right(cuts, b.start) + 1 for b in items)
+    return 2 * pairs + spans
+
+
+def too_big(items: Sequence[Buffer], deadline: Deadline) -> None:
+    """OutOfTime when the search's tables would take more than half the time left (the
+    other half is for the search itself)."""
+    entries = table_entries(items)
+    if entries > TABLE_ENTRIES_PER_SECOND * deadline.left() / 2:
+        raise OutOfTime(f"the search's tables would hold {entries:,} entries, more than "
+                        f"{deadline.left():.1f} s left allow")
+
+
+# ---------------------------------------------------------------------------------------
+# Lower bounds above the theoretical minimum: small time windows, solved exactly.
+# ---------------------------------------------------------------------------------------
+
+PROOF_SHARE = 0.1         # the share of the time left (or of node_limit) for the windows
+PROOF_NODES = 400_000     # the most nodes for the windows, with no limits given
+WINDOW_BUFFERS = 24       # the most buffers a window's problem may hold
+WINDOW_NODES = 20_000     # node budget of one window's proof
+WINDOW_WIDTH = 16         # the most sections a window spans
+
+
+def window_problem(p: Problem, a: int, b: int) -> tuple[list[Buffer], int]:
+    """The buffers alive in sections [a, b), cut to them (a section is a step), less those
+    alive in all of them; and the bytes of those left out.
+
+    Why a plan of these, plus the bytes left out, bounds the whole problem: a plan of the
+    whole problem, read at the window's steps only, places the cut buffers; a buffer alive
+    at every step of the window holds the same bytes at each, so taking it out and closing
+    its bytes up leaves a plan of the rest that is its size lower. So no plan of the cut
+    buffers within C - left-out bytes means no plan of the whole problem within C."""
+    seen: set[int] = set()
+    cut, full = [], 0
+    for s in range(a, b):
+        for j in p.members[s]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if p.lo[j] <= a and p.hi[j] >= b:
+                full += p.size[j]
+            else:
+                cut.append(Buffer(j, max(p.lo[j], a), min(p.hi[j], b) - 1, p.size[j]))
+                if len(cut) > WINDOW_BUFFERS:
+                    return cut, full
+    return cut, full
+
+
+def window_proof(p: Problem, cap: int, nodes: list[int], deadline: float | None,
+                 fits_at: dict[tuple[int, int], int]) -> tuple[int, int] | None:
+    """A window of sections [a, b) around a section where the most bytes are alive whose
+    buffers (`window_problem`) have no plan within `cap` bytes: a proof that the whole
+    problem has none. Narrow windows first; `nodes[0]` is the node budget left (spent
+    here); `fits_at` remembers the capacities where a window has a plan."""
+    peaks = [s for s in range(p.n_sections) if p.live[s] == p.lower_bound]
+    for width in range(2, min(WINDOW_WIDTH, p.n_sections) + 1):
+        for a in sorted({x for s in peaks for x in range(s - width + 1, s + 1)
+                         if 0 <= x and x + width <= p.n_sections}):
+            b = a + width
+            if fits_at.get((a, b), cap + 1) <= cap:
+                continue
+            bufs, full = window_problem(p, a, b)
+            if len(bufs) > WINDOW_BUFFERS or len(bufs) < 2:
+                continue
+            sub = Problem(bufs)
+            budget = min(WINDOW_NODES, nodes[0])
+            status, _, used = feasible(sub, (cap - full) // sub.grain * sub.grain,
+                                       PORTFOLIO[0], budget, deadline)
+            nodes[0] -= used
+            if status == INFEASIBLE:
+                return a, b
+            if status == FOUND:
+                fits_at[(a, b)] = cap
+            if nodes[0] <= 0 or status == TIMEOUT:
+                return None
+    return None
+
+
+def prove_bound(run: Run, time_limit: float | None) -> None:
+    """Raise `run.proved` above the theoretical minimum while a window proves it
+    (`window_proof`), within `PROOF_SHARE` of the time and of the node limit."""
+    p, grain = run.problem, run.problem.grain
+    total = PROOF_NODES if run.node_limit is None else int(PROOF_SHARE * run.node_limit)
+    nodes = [total]
+    until = None if run.deadline is None else \
+        time.perf_counter() + PROOF_SHARE * max(run.deadline - time.perf_counter(), 0.0)
+    fits_at: dict[tuple[int, int], int] = {}
+    while run.proved < run.best and nodes[0] > 0:
+        window = window_proof(p, run.proved, nodes, until, fits_at)
+        if window is None:
+            break
+        a, b = window
+        run.proved = (run.proved // grain + 1) * grain
+        run.why_bound = f"steps {p.cuts[a]}..{p.cuts[b] - 1} alone have no plan below it"
+    run.nodes += total - nodes[0]
 
 
 class _Solved(NamedTuple):
@@ -307,7 +457,7 @@ def verdict(run: Run) -> str:
                else f"no plan below {run.best} B exists")
         return f"optimal ({how})"
     note = f"gap {100.0 * (run.best - run.proved) / run.best:.1f}% to the lower bound " \
-           f"{run.proved} B"
+           f"{run.proved} B" + (f" ({run.why_bound})" if run.why_bound else "")
     return note + (f", {run.stopped} reached" if run.stopped else "")
 
 

@@ -39,7 +39,8 @@ class Strategy(NamedTuple):
 class Problem:
     """The buffers, cut into sections (time ranges where the live set does not change).
 
-    Buffer i lives in sections lo[i] .. hi[i] - 1. By section: `members` (buffer indices),
+    Buffer i lives in sections lo[i] .. hi[i] - 1; section s starts at step cuts[s]. By
+    section: `members` (buffer indices),
     `live` (their bytes), `crossing` and `shared` (buffers alive in it and the next, and
     their bytes). `partners`: same size, lifetimes end to end (as the two halves of a box
     cut across time are). `twin_before[i]`: the previous identical buffer, or -1.
@@ -49,7 +50,7 @@ class Problem:
         self.items = list(items)
         self.size = [b.size for b in items]
         cuts = sorted({b.start for b in items} | {b.end + 1 for b in items})
-        self.n_sections = len(cuts) - 1
+        self.cuts, self.n_sections = cuts, len(cuts) - 1
         self.lo = [bisect_right(cuts, b.start) - 1 for b in items]
         self.hi = [bisect_right(cuts, b.end) for b in items]
         self.overlaps = overlap_lists(items, deadline)

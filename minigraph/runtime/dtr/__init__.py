@@ -9,13 +9,22 @@ recomputing tensors as it goes [Kirisame 2021], with MegEngine's bookkeeping
 Modules, in reading order: program.py (what is executed, what counts against the budget),
 bounds.py (the budgets that matter), options.py (every option, both modes),
 runtime.py (the state machine), eviction.py (choosing the victims), heuristics.py (the
-scores), neighborhood.py (evicted neighbourhoods, e*), allocator.py (the arenas),
-record.py (what a run did), executor.py (the two modes), checkpoint.py (static
-baselines), trace.py (the DTR simulator's log format). Sweeps over budgets are an
+scores), neighborhood.py (evicted neighbourhoods, e*), allocator.py (the arenas, Coop's
+partitioned one), inplace.py (Coop's recomputable in-place), record.py (what a run did),
+executor.py (the two modes), checkpoint.py (static baselines), trace.py (the DTR
+simulator's log format). Sweeps over budgets are an
 experiment: `minigraph.experiments.dtr`.
 """
 
-from .allocator import ALLOCATORS, FirstFitArena, IdealArena
+from .allocator import (
+    ALLOCATORS,
+    CHEAP_DENSITY,
+    DTRArena,
+    FirstFitArena,
+    IdealArena,
+    PartitionedArena,
+    cheap_tensors,
+)
 from .bounds import Bounds
 from .checkpoint import (
     StaticResult,
@@ -41,7 +50,8 @@ from .runtime import DTRError, DTRRuntime
 from .trace import TraceError, parse_trace, replay_trace, write_trace
 
 __all__ = [
-    "ALLOCATORS", "FirstFitArena", "IdealArena", "StaticResult", "checkmate", "chen_at",
+    "ALLOCATORS", "CHEAP_DENSITY", "DTRArena", "FirstFitArena", "IdealArena",
+    "PartitionedArena", "cheap_tensors", "StaticResult", "checkmate", "chen_at",
     "chen_curve", "chen_sqrt", "evaluate_sequence", "ArrayBackend", "DTRExecutor", "simulate",
     "HEURISTICS", "Heuristic", "TensorView", "get_heuristic", "register_heuristic", "Bounds",
     "DTROptionError", "DTROptions", "OpSpec", "Program", "TensorSpec", "budget_bounds",

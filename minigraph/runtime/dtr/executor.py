@@ -128,6 +128,18 @@ class ArrayBackend:
     def move(self, old: int, new: int, nbytes: int) -> None:
         self.arena[new:new + nbytes] = self.arena[old:old + nbytes].copy()
 
+    def move_all(self, moves: Sequence[tuple[Any, int, int, int]], staged: bool) -> None:
+        """A compaction's moves `(owner, old, new, bytes)`: one by one, in order, or
+        `staged` (every source copied out before any destination is written, for moves
+        that may cross, as a partitioned arena's do)."""
+        if not staged:
+            for _, old, new, n in moves:
+                self.move(old, new, n)
+            return
+        saved = [(new, n, self.arena[old:old + n].copy()) for _, old, new, n in moves]
+        for new, n, a in saved:
+            self.arena[new:new + n] = a
+
     def copy_aside(self, rt: DTRRuntime, tensors: Sequence[int]) -> int:
         """Copy-on-write before a stateful op overwrites external tensors that something
         recomputable still reads: the old value moves to a fresh buffer."""

@@ -14,7 +14,7 @@ computed on demand, so a score that only reads `t.staleness` costs only that):
                     through evicted tensors (DTR's e* without c0)
     t.live_neighbor_cost  the same without dead evicted descendants that nothing live
                     needs any more (dtr-live)
-    t.eqclass_cost  the same through union-find classes (DTR-eq; approximate)
+    t.eqclass_cost  the same through union-find classes over inputs and readers (DTR-eq)
     t.megengine_cost MegEngine 1.4's estimate_neighbor_cost (inputs and sibling outputs)
     t.ancestor_cost c0 plus every evicted ancestor needed to recompute it (MSPS)
     t.evicted_neighbors  how many of its neighbours are evicted
@@ -169,7 +169,8 @@ def dtr_live(t: TensorView, now: float) -> float:
 
 
 def dtr_eqclass(t: TensorView, now: float) -> float:
-    """h_DTR-eq: e* approximated by union-find classes of evicted tensors."""
+    """h_DTR-eq [Kirisame 2021]: e* approximated by union-find classes of evicted tensors
+    joined across inputs and readers. MegEngine's union-find is another one (`megengine`)."""
     return (t.cost + t.eqclass_cost) / (t.size * t.staleness)
 
 

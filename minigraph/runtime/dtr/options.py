@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from .allocator import ALLOCATORS
+from .allocator import ALLOCATORS, partition_threshold
 from .heuristics import DTROptionError, get_heuristic
 
 DEFRAG_MODES = ("first", "last-resort", "never")
@@ -38,6 +38,11 @@ class DTROptions:
     with ThrashError when rematerialisation costs more than this many times the base
     cost. `timeline`: record (clock, bytes in use) after every op. `select`: a function
     `(candidates, need) -> TensorView | None` that replaces the default victim choice.
+    Coop's two layout ideas [Zhang 2023], for any heuristic: `partition` (True, or a cost
+    per byte) places cheap tensors from the bottom of the arena and the others from the
+    top (allocator.py); `recomputable_inplace` lets an in-place capable op write its
+    output over an input it is the last reader of, the input becoming evicted but
+    recomputable (inplace.py).
     """
     heuristic: Any = "dtr"
     heuristic_args: Mapping[str, Any] | None = None
@@ -49,6 +54,8 @@ class DTROptions:
     thrash_limit: float = 10.0
     timeline: bool = True
     select: Callable[[list, int], Any] | None = None
+    partition: bool | float = False
+    recomputable_inplace: bool = False
 
     def __post_init__(self) -> None:
         get_heuristic(self.heuristic)       # DTROptionError naming the known ones
@@ -62,6 +69,12 @@ class DTROptions:
         if self.defrag not in DEFRAG_MODES:
             raise DTROptionError(f"defrag must be one of {', '.join(DEFRAG_MODES)}, "
                                  f"not {self.defrag!r}")
+        if partition_threshold(self.partition) is not None and self.allocator != "first-fit":
+            raise DTROptionError(f"partition places tensors by address: it needs "
+                                 f"allocator='first-fit', not {self.allocator!r}")
+        if not isinstance(self.recomputable_inplace, bool):
+            raise DTROptionError(f"recomputable_inplace must be True or False, not "
+                                 f"{self.recomputable_inplace!r}")
 
     def replace(self, **changes: Any) -> DTROptions:
         """A copy with `changes` (option names checked)."""

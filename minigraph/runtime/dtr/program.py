@@ -29,7 +29,8 @@ therefore never evicts. `ratio_of="arena"` takes the ratio of the arena peak alo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from math import prod
 
 from ...errors import BudgetError, GraphError
 from ...graph import Graph, Node
@@ -54,7 +55,8 @@ class TensorSpec:
 @dataclass(frozen=True)
 class OpSpec:
     """One op: unique input tensors, outputs, cost, workspace bytes, whether it may run
-    again (`replayable`; stateful ops may not), and external tensors it writes over."""
+    again (`replayable`; stateful ops may not), external tensors it writes over, and
+    `inplace`: (output, input) pairs that may share one block (`inplace_pairs`)."""
     name: str
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
@@ -65,6 +67,7 @@ class OpSpec:
     args: tuple[int, ...] = ()      # the kernel's operands in order (duplicates kept)
     node: Node | None = field(default=None, repr=False, compare=False)
     role: str = "forward"           # forward / backward / update (static baselines use it)
+    inplace: tuple[tuple[int, int], ...] = ()
 
 
 class Program:
@@ -214,6 +217,8 @@ def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
     for k, op in enumerate(ops):
         for i in op.inputs:
             last_reader[i] = k
+    ops = [replace(op, inplace=inplace_pairs(op, k, tensors, last_reader))
+           for k, op in enumerate(ops)]
     releases: dict[int, list[int]] = {}
     for k, t in enumerate(tensors):
         if t.external:
@@ -227,6 +232,29 @@ def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
     external = sum(graph.tensors[t.name].nbytes for t in tensors
                    if t.external and graph.tensors[t.name].alias_of is None)
     return Program(tensors, ops, steps, graph.name, graph, external)
+
+
+def inplace_pairs(op: OpSpec, k: int, tensors: Sequence[TensorSpec],
+                  last_reader: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
+    """(output, input) pairs of op `k` that may share one block, the clauses of
+    `minigraph.memory.inplace` [Chen 2016]: the op declares the pair in-place capable,
+    both tensors are in the arena with the same bytes, dtype and element count, the op
+    is the input's last reader and reads it through one operand, one input per output."""
+    node = op.node
+    if node is None:
+        return ()
+    pairs: list[tuple[int, int]] = []
+    for out_k, in_k in get_op(node.op).inplace:
+        if out_k >= len(op.outputs) or in_k >= len(op.args):
+            continue
+        x, y = op.args[in_k], op.outputs[out_k]
+        tx, ty = tensors[x], tensors[y]
+        if tx.external or ty.external or tx.size != ty.size or tx.dtype != ty.dtype or \
+                prod(tx.shape) != prod(ty.shape) or last_reader.get(x) != k or \
+                op.args.count(x) != 1 or any(x == a or y == b for b, a in pairs):
+            continue
+        pairs.append((y, x))
+    return tuple(pairs)
 
 
 def as_program(source: Graph | Program, schedule: Sequence[str] | None = None,

@@ -37,6 +37,7 @@ class DTRTrace:
     defrags: int = 0
     moved_bytes: int = 0          # bytes copied by defragmentation
     reliefs: int = 0              # times pinned inputs of waiting frames were let go
+    inplace: int = 0              # outputs written over their input (recomputable_inplace)
     frag_samples: list[float] = field(default_factory=list, repr=False)
     frag_forced_evictions: int = 0
     search_seconds: float = 0.0
@@ -104,6 +105,9 @@ class DTRTrace:
                  f"  fragmentation {self.fragmentation:.3f}, arena high-water "
                  f"{self.max_used:,} B, search {self.search_seconds * 1000:.1f} ms, run "
                  f"{self.seconds * 1000:.1f} ms"]
+        if self.inplace:
+            lines.append(f"  {self.inplace} outputs written over their input (recomputable "
+                         f"in-place)")
         if self.measured_overhead is not None:
             lines.append(f"  kernels {self.kernel_seconds * 1000:.1f} ms, measured x"
                          f"{self.measured_overhead:.3f}")

@@ -23,10 +23,11 @@ Dynamic Tensor Rematerialization [Kirisame 2021], with MegEngine's bookkeeping
   arena is compacted (MegEngine's defragmentation, `DTROptions.defrag`, counted in
   `defrags`).
 * **in place**: DTR runs every op out of place (an input must stay intact: it may be needed
-  to recompute something). The one exception is a stateful op writing over an *external*
-  tensor (`sgd_update` writing the new parameter over the parameter): if anything that
-  may still be recomputed reads the old value, the real backend first copies it aside
-  (copy-on-write, outside the budget, reported as `external_copy_bytes`).
+  to recompute something), unless `recomputable_inplace` (Coop [Zhang 2023], inplace.py):
+  then an output may take the block of an input it is the last reader of, and that input
+  is marked evicted, recomputable. A stateful op writing over an *external* tensor
+  (`sgd_update` over the parameter) copies the old value aside first if something that
+  may be recomputed reads it (outside the budget, `external_copy_bytes`).
 
 Tensor states: new (not computed yet), resident, evicted, freed, external (bounds.py).
 A real run and a simulated run with the same costs make the same decisions: the backend
@@ -39,10 +40,11 @@ import time
 from typing import Any
 
 from ...errors import BudgetError, MinigraphError, ThrashError
-from .allocator import ALLOCATORS
+from .allocator import make_arena
 from .bounds import EVI, EXT, FREED, NEW, RES, STATE_NAMES, budget_bytes, check_budget
 from .eviction import Candidates, ScoreInputs, choose_victims, lowest_score
 from .heuristics import Heuristic, TensorView, get_heuristic
+from .inplace import follow, overwritten, take_inputs
 from .options import DTROptions, dtr_options
 from .program import Program
 from .record import DTRTrace
@@ -70,7 +72,7 @@ class DTRRuntime:
         self.options = o = dtr_options(options, **keywords)
         self.program, self.budget, self.backend = program, budget_bytes(budget), backend
         self.heuristic: Heuristic = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
-        self.arena = ALLOCATORS[o.allocator](self.budget)
+        self.arena = make_arena(o.allocator, o.partition, self.budget, program)
         self.bounds = program.bounds()
         self._init_state()
         self.candidates = Candidates(o.sample, o.seed)   # resident, replayable tensors
@@ -168,12 +170,14 @@ class DTRRuntime:
         p, tr = self.program, self.trace
         op = p.ops[k]
         before = []
+        self._taken = taken = take_inputs(self, k) if op.inplace and not replay and \
+            self.options.recomputable_inplace else {}
         for o in op.outputs:
             st = self.state[o] if p.arena[o] else EXT
             before.append(st)
             if st == EXT:
                 continue
-            if st != RES:
+            if st != RES and o not in taken:
                 self._place(o, self.size[o], p.tensors[o].name)
             self.pins[o] += 1
         ws_at = -1
@@ -181,6 +185,9 @@ class DTRRuntime:
             ws_at = self._place(("ws", k), op.workspace, f"{op.name}#workspace")
         if self.backend is not None:
             self.backend.run_op(self, k, ws_at, replay)
+        if taken:
+            overwritten(self, taken)
+            self._taken = {}
         self.now += op.cost
         if replay:
             self._count_replay(op.cost)
@@ -387,12 +394,13 @@ class DTRRuntime:
 
     def _compact(self) -> None:
         moves = self.arena.compact()
-        for owner, old, new, nbytes in moves:
+        if self.backend is not None:
+            self.backend.move_all(moves, self.arena.staged_moves)
+        for owner, _old, new, nbytes in moves:
             if isinstance(owner, int):
                 self.addr[owner] = new
-            if self.backend is not None:
-                self.backend.move(old, new, nbytes)
             self.trace.moved_bytes += nbytes
+        follow(self, self._taken)
         self.trace.defrags += 1
 
     # State ----------------------------------------------------------------------------------
@@ -416,6 +424,7 @@ class DTRRuntime:
         self.evicted = [False] * n   # state == EVI, for the region searches
         self.now = 0.0
         self._frames: list[list[Any]] = []
+        self._taken: dict[int, int] = {}   # in-place hand-overs of the op being placed
 
     # What a heuristic reads (TensorView): see eviction.ScoreInputs ---------------------------
     # (methods, so that a subclass may replace one: the tests check the caches this way)

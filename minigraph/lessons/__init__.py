@@ -1,4 +1,6 @@
-"""Helpers the lesson notebooks share, so each exercise cell holds only its own checks."""
+"""Helpers the lesson notebooks share. `check_answers` prints how the exercises fare; the
+checks themselves live in `lNN.py` (NN the lesson), out of the notebook, so that no cell
+shows the expected answer."""
 
 from __future__ import annotations
 

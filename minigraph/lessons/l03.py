@@ -1,0 +1,91 @@
+"""Checks for lesson 03's exercises (in-place and refcount): each takes the student's answer
+and says right or not quite, with a hint that does not give the answer away. The expected
+values are computed here, out of the notebook, so no cell shows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import Graph
+from ..memory.api import MemoryOptions, plan_memory
+from ..memory.buffers import Buffer
+from ..memory.inplace import inplace_pairs
+from ..memory.instances import ge_worked_example
+from ..memory.liveness import liveness
+from ..memory.planners import plan_buffers
+
+
+def _not_a_graph(answer: Any, n: int) -> str:
+    return f"ANSWER_{n} must be an mg.Graph, not {type(answer).__name__}"
+
+
+def exercise_1(graph: Any) -> tuple[bool, str]:
+    """A pair the last-reader rule takes and the strict rule refuses, with no parallel
+    hazard: the graph orders the op after every other reader of its input."""
+    if not isinstance(graph, Graph):
+        return False, _not_a_graph(graph, 1)
+    live = liveness(graph, alignment=1)
+    loose = set(inplace_pairs(graph, live))
+    only_loose = loose - set(inplace_pairs(graph, live, rule="strict"))
+    if not only_loose:
+        return False, ("no pair is handed over by the last-reader rule and refused by the "
+                       "strict one: the input needs another reader besides the op")
+    plan = plan_memory(graph, MemoryOptions(planner="none", alignment=1, inplace=True)).plan
+    hazards = set(plan.parallel_hazards(graph))
+    safe = sorted(p for p in only_loose if p in set(plan.inplace) and p not in hazards)
+    if safe:
+        x, y = safe[0]
+        return True, (f"{x} -> {y}: every other reader of {x} is an ancestor of the op "
+                      f"making {y}, so no schedule runs them at once")
+    return False, ("the last-reader rule's extra pairs are all hazards: the input's other "
+                   "reader must feed the op that overwrites it, directly or not")
+
+
+def exercise_2_buffers() -> list[Buffer]:
+    """The CANN worked example [Huawei GE] with D of 2048 bytes instead of 512."""
+    return [Buffer(b.id, b.start, b.end, 2048 if b.id == "D" else b.size)
+            for b in ge_worked_example()]
+
+
+def _arena(match_range: int) -> int:
+    return plan_buffers(exercise_2_buffers(), "refcount", 1, match_range=match_range)[1] \
+        .arena_bytes
+
+
+def exercise_2(answer: Any) -> tuple[bool, str]:
+    """(arena with match_range 1, arena with match_range 2) on `exercise_2_buffers()`."""
+    try:
+        one, two = (int(a) for a in answer)
+    except (TypeError, ValueError):
+        return False, f"ANSWER_2 must be two byte counts (with 1, with 2), not {answer!r}"
+    right_one, right_two = _arena(1), _arena(2)
+    if (one, two) == (right_one, right_two):
+        return True, "with 2, E grows a block that with 1 it may not touch"
+    hints = []
+    if one != right_one:
+        hints.append("with match_range 1 a tensor takes only a free block of exactly its size")
+    if two != right_two:
+        hints.append("with 2 the largest free block of at least half the size is grown; "
+                     "blocks return to the pool only after the step of their last reader")
+    return False, "; ".join(hints)
+
+
+def exercise_3(graph: Any) -> tuple[bool, str]:
+    """A relu whose input is an activation or gradient it reads last, yet not in place."""
+    if not isinstance(graph, Graph):
+        return False, _not_a_graph(graph, 3)
+    live = liveness(graph)
+    pairs = set(inplace_pairs(graph, live))
+    found = []
+    for n in graph.nodes:
+        if n.op != "relu":
+            continue
+        x, y = n.inputs[0], n.outputs[0]
+        iv = live.intervals[x]
+        if iv.kind in ("activation", "gradient") and iv.end == live.schedule.index(n.name) \
+                and (x, y) not in pairs:
+            found.append(f"{x} -> {y} (is {y} planned? {live.intervals[y].planned})")
+    if found:
+        return True, ", ".join(found)
+    return False, ("every relu whose input is an activation it reads last went in place: "
+                   "look at the clauses about the output, not the input")

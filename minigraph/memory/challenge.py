@@ -1,0 +1,93 @@
+"""Challenging instances: tight arenas whose optimum lies above the theoretical minimum.
+
+MiniMalloc's "challenging" benchmarks [Moffitt 2023] are a few hundred buffers from
+compiled models, sizes in KiB, packed into a tight arena where nearly every step is full.
+A guillotine tiling (`instances.hard_instance`) has that shape, but its optimum is the
+theoretical minimum, so "how far from optimal?" is answered by the minimum alone. Real
+problems are not so kind: their optimum is often above it, and only a proof says how far.
+
+`challenge_instance(n, seed)` keeps the tight tiling and adds what makes an optimum rise
+above the minimum: at a few steps the program is stretched (steps inserted; buffers alive
+across the step stay alive through them) and the room left between those long-lived
+buffers is filled by an *obstruction*: a small problem whose own optimum is one unit
+above its theoretical minimum (`GAP_13`, 13 buffers: minimum 21 units, optimum 22, found
+by sampling and proved by exhausting the search), scaled so that it exactly fills that
+room at its busiest step. Every step still holds at most the capacity, so the theoretical
+minimum is the capacity; but no plan fits there (the buffers alive through the inserted
+steps hold the same bytes at each of them, and the obstruction needs one more unit),
+so the optimum is at least the capacity plus one unit. The search proves that bound by
+solving the inserted steps alone (`planners.search.window_proof`); a tiling elsewhere
+may push the optimum higher still.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ..errors import PlanError
+from .buffers import Buffer
+from .instances import guillotine_tiling
+
+# (start, end, size in units) of 13 buffers over 13 steps: at most 21 units alive at a
+# step, yet no plan within 21 units (the search exhausts every canonical plan; the ILP
+# agrees). The optimum is 22 units. Found by sampling small random problems.
+GAP_13 = ((6, 12, 3), (3, 9, 3), (0, 4, 3), (4, 4, 2), (3, 3, 6), (0, 1, 6), (1, 6, 2),
+          (1, 5, 1), (9, 9, 3), (4, 5, 1), (5, 10, 4), (0, 6, 6), (4, 11, 3))
+GAP_MINIMUM = 21          # its theoretical minimum, in units (its optimum is 22)
+GAP_STEPS = 13
+
+
+def challenge_instance(n: int, seed: int = 0, capacity: int = 1 << 20,
+                       granule: int = 1024, obstructions: int = 2) -> list[Buffer]:
+    """n buffers (ids 0..n-1) in a `capacity`-byte arena: a guillotine tiling stretched at
+    `obstructions` steps, each filled with a scaled, possibly time-mirrored `GAP_13`.
+
+    The theoretical minimum is `capacity`; the optimum exceeds it by at least the largest
+    unit of the obstructions (see the module docstring). Sizes are multiples of `granule`
+    bytes, like MiniMalloc's KiB-sized buffers. Deterministic in `seed`."""
+    extra = obstructions * (len(GAP_13) + 1)
+    if n < extra + 8 or obstructions < 1:
+        raise PlanError(f"challenge_instance: n = {n!r} is too small for {obstructions!r} "
+                        f"obstructions (at least {extra + 8} buffers, 1 obstruction)")
+    rng = random.Random(seed)
+    tiles = n - extra
+    tiling, layout = guillotine_tiling(tiles, capacity, 2 * tiles, seed, granule)
+    boxes = [(b.start, b.end, b.size) for b in tiling]
+    for t in sorted(_stretch_steps(tiling, layout, granule, obstructions, rng), reverse=True):
+        room = capacity - sum(z for s, e, z in boxes if s < t <= e)
+        boxes = [(s + GAP_STEPS * (s >= t), e + GAP_STEPS * (e >= t), z)
+                 for s, e, z in boxes]
+        boxes += _obstruction(t, room, granule, rng.random() < 0.5)
+    boxes.sort()
+    return [Buffer(k, s, e, z) for k, (s, e, z) in enumerate(boxes)]
+
+
+def _stretch_steps(tiling: list[Buffer], layout: dict, granule: int, count: int,
+                   rng: random.Random) -> list[int]:
+    """`count` steps t to stretch, drawn among the quarter where the most bytes change
+    hands (buffers end at t - 1, others start at t) in one contiguous range of the
+    tiling's layout, with room for the obstruction at one granule a unit at least."""
+    ending: dict[int, list[tuple[int, int]]] = {}
+    for b in tiling:
+        ending.setdefault(b.end + 1, []).append((layout[b.id], layout[b.id] + b.size))
+    room = {}
+    for t, spans in ending.items():
+        spans.sort()
+        if all(a[1] == b[0] for a, b in zip(spans, spans[1:])):
+            room[t] = spans[-1][1] - spans[0][0]
+    steps = sorted((t for t, z in room.items() if 0 < t < max(ending) - 1
+                    and z > GAP_MINIMUM * granule), key=lambda t: (-room[t], t))
+    if len(steps) < count:
+        raise PlanError(f"challenge_instance: only {len(steps)} steps have room for an "
+                        f"obstruction of {GAP_MINIMUM} x {granule} B; ask for fewer")
+    return rng.sample(steps[:max(count, len(steps) // 4)], count)
+
+
+def _obstruction(t: int, room: int, granule: int, mirror: bool
+                 ) -> list[tuple[int, int, int]]:
+    """`GAP_13` at steps t .. t + 12, its unit the largest multiple of `granule` with
+    21 units below `room` bytes, and one buffer over all 13 steps holding the rest."""
+    unit = (room - 1) // GAP_MINIMUM // granule * granule      # leaves some room over
+    out = [(t + (GAP_STEPS - 1 - e if mirror else s), t + (GAP_STEPS - 1 - s if mirror else e),
+            z * unit) for s, e, z in GAP_13]
+    return out + [(t, t + GAP_STEPS - 1, room - GAP_MINIMUM * unit)]

@@ -1,0 +1,124 @@
+"""DTR in the widget: one run at a budget ratio, what it came to, and the slider's range.
+
+The slider holds a fraction of DTR's total no-rematerialisation peak (the DTR paper's
+ratio [Kirisame 2021]). It runs from the smallest ratio that could work (`low_ratio`:
+`Bounds.lower`, the largest op footprint) to 100%, and starts at the smallest ratio at
+which DTR finishes (`default_ratio`). A run never raises for a budget that is too small:
+`run_at` records what stopped it, and the pictures draw such a run as failed, never
+with a saving.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import BudgetError, ThrashError
+from ..experiments.techniques import TechniqueRow
+from ..graph import fmt_bytes
+from ..memory.api import MemoryReport
+from ..runtime.dtr import Bounds, DTROptions, Program, simulate
+from ..runtime.dtr.bounds import budget_ratio
+from .plots import fmt_in
+
+BUDGET_STEP = 0.01                         # the slider's step (a ratio of the peak)
+
+# What a DTR run at one budget came to (`DTRRun.status`).
+DTR_OK, DTR_THRASHED, DTR_BELOW, DTR_STUCK = "ok", "thrashed", "below smallest budget", "stuck"
+
+
+@dataclass(frozen=True)
+class DTRRun:
+    """DTR at one budget: `ratio` of the total peak, `budget` bytes of arena, `status`
+    ok / thrashed / below smallest budget / stuck, the compute it paid (`overhead`, ok
+    only), and `lower`, the smallest budget that could work (`Bounds.lower`)."""
+    ratio: float
+    budget: int
+    status: str
+    lower: int
+    overhead: float | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == DTR_OK
+
+    @property
+    def label(self) -> str:
+        return f"DTR at {self.ratio:.0%} budget"
+
+    def describe(self, unit: str | None = None) -> str:
+        """"DTR at 53% budget: 415.04 KiB arena, compute x8.06" or what stopped it; byte
+        counts in `unit` (one of `plots.UNIT_DIV`) or else `fmt_bytes`'s."""
+        size = (lambda n: fmt_in(n, unit)) if unit else fmt_bytes
+        head = f"{self.label}: {size(self.budget)} arena"
+        if self.status == DTR_OK:
+            return f"{head}, compute x{self.overhead:.2f}"
+        if self.status == DTR_BELOW:
+            return (f"{head}, below smallest budget {size(self.lower)} (the largest "
+                    f"op footprint): not run")
+        if self.status == DTR_STUCK:
+            return f"{head}, stuck: what cannot be evicted left no room for an op"
+        return (f"{head}, thrashed: recomputation passed the thrash limit "
+                f"({DTROptions().thrash_limit:g}x the base compute), stopped")
+
+    def technique_row(self, report: MemoryReport, minimum: int) -> TechniqueRow:
+        """DTR's bar among the static ones: its arena budget and its status (a failed run
+        is drawn hatched, with no saving, by `plots.plot_comparison`); the note says what
+        an ok run paid."""
+        note = ""
+        if self.ok:
+            note = f"compute x{self.overhead:.2f}" + \
+                (", below the minimum by recomputing" if self.budget < minimum else "")
+        return TechniqueRow(self.label, "dtr", self.budget, report.no_reuse_bytes, minimum,
+                            0.0, "dynamic", note, status=self.status)
+
+
+def run_at(program: Program, bounds: Bounds, ratio: float) -> DTRRun:
+    """DTR (simulated, the DTR paper's heuristic) at `ratio` of the total peak; a budget
+    below `bounds.lower` is not run, a thrashing or stuck run says so."""
+    budget = bounds.arena_budget(ratio)
+    if budget < bounds.lower:
+        return DTRRun(ratio, max(budget, 0), DTR_BELOW, bounds.lower)
+    try:
+        trace = simulate(program, budget=budget, heuristic="dtr")
+    except ThrashError as e:
+        return DTRRun(ratio, budget, DTR_THRASHED, bounds.lower, error=str(e))
+    except BudgetError as e:     # stuck: the pinned bytes left no room
+        return DTRRun(ratio, budget, DTR_STUCK, bounds.lower, error=str(e))
+    return DTRRun(ratio, budget, DTR_OK, bounds.lower, trace.overhead)
+
+
+def low_ratio(bounds: Bounds) -> float:
+    """The smallest ratio on the slider's grid whose arena budget reaches `bounds.lower`;
+    below it DTR refuses to start."""
+    ratio = ceil_step((bounds.lower + bounds.external) / bounds.total if bounds.total else 1.0)
+    while ratio < 1.0 and bounds.arena_budget(ratio) < bounds.lower:
+        ratio = round(ratio + BUDGET_STEP, 2)
+    return min(ratio, 1.0)
+
+
+def default_ratio(sweep: Sequence[Any], low: float, finishes: Callable[[float], bool]) -> float:
+    """The slider's first value: `low` if DTR finishes there, else the smallest ratio of
+    the sweep at which it finished, rounded up to the grid and run again (`finishes`) to
+    be sure (DTR is not monotone in the budget); 100% if none is smaller."""
+    ok = sorted({min(ceil_step(r.ratio), 1.0) for r in sweep if r.status == "ok"})
+    return next((ratio for ratio in [low, *(r for r in ok if r > low)] if finishes(ratio)),
+                1.0)
+
+
+def check_budget_ratio(ratio: Any) -> float:
+    """A DTR budget ratio as the slider holds it: a finite number in (0, 1]; BudgetError
+    naming the value otherwise."""
+    ratio = budget_ratio(ratio)
+    if ratio > 1:
+        raise BudgetError(f"a DTR budget is a fraction of the total peak, at most 1.0 "
+                          f"(100%), not {ratio!r}")
+    return ratio
+
+
+def ceil_step(ratio: float) -> float:
+    """`ratio` rounded up to the slider's grid (0.01)."""
+    return round(math.ceil(ratio / BUDGET_STEP - 1e-9) * BUDGET_STEP, 2)

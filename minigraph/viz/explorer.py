@@ -1,0 +1,372 @@
+"""The widget without the widget: controls in, plan, rows, headline and figures out.
+
+`MemoryExplorer` (no ipywidgets, tested without a browser): from a `WidgetState` (the
+value of every control of `minigraph.viz.widget`) it builds the graph, plans it with
+`mg.plan_memory`, compares every technique (`techniques.compare_techniques`), optionally
+runs DTR [Kirisame 2021], and writes the headline "peak X -> Y, saved Z% (theoretical
+minimum W)". Same options, same numbers as a script.
+
+One view, one unit (`view_unit`: B, KiB, MiB or GiB, powers of two, picked by the
+largest planned number shown): the headline and every picture print their byte counts
+in it, so one number reads the same everywhere.
+
+One view, one theoretical minimum (`view_minimum`): the most bytes alive at one step of
+this schedule with in-place outputs sharing their input's bytes, at this alignment. It is
+the lowest of the minimums of the rows compared (the no-reuse row, without in-place, and
+a two-colour row, whose colours forbid some in-place pairs, have higher ones), so no
+static plan in the view goes below it; the headline, the timeline, the layout and the bars
+all get this one number (`minimum=`). DTR can go below it: it recomputes what it evicted.
+
+DTR's budget slider and its runs are `dtr_budget`'s: the slider starts at the smallest
+budget of the model shown at which DTR finishes; a run that did not finish is drawn as
+such (a hatched bar labelled "thrashed", "stuck" or "below smallest budget"), never with
+a saving.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ..experiments import techniques
+from ..graph import Graph
+from ..memory.api import MemoryOptions, MemoryReport, plan_memory
+from ..memory.orders import ORDERS, schedule
+from ..memory.planners import PLANNERS
+from ..models import MODELS, get_model
+from ..runtime.dtr import Bounds, Program, program_from_graph
+from . import plots
+from .dtr_budget import DTRRun, check_budget_ratio, default_ratio, low_ratio, run_at
+
+CUSTOM = "(your graph)"          # the model dropdown's entry for a graph passed in
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+ALIGNMENTS = (1, 64, 256, 512, 4096)
+COLOR_BY = ("kind", "block", "buffer")     # how plot_layout colours the rectangles
+# The in-place control: off, nnvm's last-reader rule, the strict only-reader rule
+INPLACE = (("off", False), ("last reader", True), ("strict", "strict"))
+
+
+def _models() -> Mapping[str, Callable[..., Any]]:
+    """The model zoo's registry (a function, so a test can offer another)."""
+    return MODELS
+
+
+@dataclass(frozen=True)
+class WidgetState:
+    """The value of every control. `dtr_budget` is a fraction of DTR's total
+    no-rematerialisation peak (the DTR paper's ratio [Kirisame 2021]); None means the
+    model's default (`MemoryExplorer.dtr_default`). `slow` also compares the planners of
+    `techniques.SLOW_PLANNERS` (ILP, annealing); `time_limit` (seconds) bounds the ILP;
+    `color_by` is the layout's colouring ("kind", "block" or "buffer"); `inplace` is
+    False, True (the op is the input's last reader, nnvm's rule; "last-reader" too) or
+    "strict" (its only reader, as in MXNet's note [Chen 2016] and GE [Huawei GE])."""
+    model: str = CUSTOM
+    batch: int = 8
+    order: str = "program"
+    inplace: bool | str = True
+    planner: str = "refcount"
+    colors: int = 1
+    alignment: int = 512
+    color_by: str = "kind"
+    dtr: bool = False
+    dtr_budget: float | None = None
+    slow: bool = False
+    time_limit: float = 5.0
+
+    def __post_init__(self) -> None:       # "last-reader" -> True; a bad rule: PlanError
+        object.__setattr__(self, "inplace", MemoryOptions(inplace=self.inplace).inplace)
+
+    def replace(self, **kw: Any) -> WidgetState:
+        unknown = set(kw) - set(asdict(self))
+        if unknown:
+            raise TypeError(f"unknown control {sorted(unknown)[0]!r}; controls: "
+                            f"{', '.join(asdict(self))}")
+        return replace(self, **kw)
+
+    def options(self) -> MemoryOptions:
+        """The `MemoryOptions` these controls stand for (what `mg.plan_memory` gets)."""
+        args = {"time_limit": self.time_limit} if self.planner == "ilp" else {}
+        return MemoryOptions(inplace=self.inplace, planner=self.planner, colors=self.colors,
+                             order=self.order, alignment=self.alignment, planner_args=args)
+
+    def describe(self, graph: Graph | None = None) -> str:
+        """What the view shows, in one line: "resnet50, batch 8: 412 nodes, order ..."."""
+        what = (f"{self.model}, batch {self.batch}" if self.model != CUSTOM else
+                f"{getattr(graph, 'name', '') or 'your graph'}")
+        nodes = f": {len(graph.nodes)} nodes" if graph is not None else ""
+        colours = f", {self.colors} colours" if self.colors > 1 else ""
+        rule = {False: "", True: " + in-place", "strict": " + in-place (strict)"}
+        return (f"{what}{nodes}; order {self.order}, {self.planner}"
+                f"{rule[self.inplace]}{colours}, alignment "
+                f"{self.alignment} B")
+
+
+@dataclass
+class ExplorerResult:
+    """Everything one state produces: the plan, the comparison rows, the headline.
+    `minimum` is the view's one theoretical minimum (`view_minimum`)."""
+    state: WidgetState
+    graph: Graph
+    report: MemoryReport
+    rows: list[techniques.TechniqueRow]
+    dtr: DTRRun | None = None
+    sweep: list[Any] | None = None            # DTR at each budget ratio (when DTR is on)
+    messages: list[str] = field(default_factory=list)
+    minimum: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.minimum is None:
+            self.minimum = view_minimum(self.report, self.rows)
+
+    @property
+    def unit(self) -> str:
+        """The view's one unit (`view_unit`): every byte count of the view is in it."""
+        return view_unit(self.report, self.rows)
+
+    @property
+    def headline(self) -> str:
+        return headline(self.report, self.dtr, self.minimum, self.unit)
+
+    @property
+    def caption(self) -> str:
+        """What the view shows and what its minimum means (the line under the headline)."""
+        return (f"{self.state.describe(self.graph)}. Theoretical minimum: the most bytes "
+                f"alive at any one step of this schedule, in-place outputs sharing their "
+                f"input's bytes where that is lower; no static plan here goes below it"
+                + ("; DTR can, by recomputing" if self.dtr is not None else "") + ".")
+
+
+def view_minimum(report: MemoryReport, rows: list[techniques.TechniqueRow] = ()) -> int:
+    """The one theoretical minimum of a view: the lowest among the plan's and the static
+    rows' (they differ by in-place and colours, see the module docstring)."""
+    return min([report.theoretical_minimum,
+                *(r.theoretical_minimum for r in rows if r.family != "dynamic")])
+
+
+def view_unit(report: MemoryReport, rows: list[techniques.TechniqueRow] = ()) -> str:
+    """The one unit of a view ("B", "KiB", "MiB" or "GiB"): the one `plots.byte_unit`
+    picks for its largest planned number (no reuse, the plan, a bar)."""
+    return plots.byte_unit(max([report.no_reuse_bytes, report.arena_bytes, 1,
+                                *(max(r.bytes, r.no_reuse_bytes) for r in rows)]))[0]
+
+
+def headline(report: MemoryReport, dtr: DTRRun | None = None,
+             minimum: int | None = None, unit: str | None = None) -> str:
+    """"peak X -> Y, saved Z% (theoretical minimum W)" for the planned bytes, each in
+    `unit` (default: `view_unit(report)`; powers of two); `minimum` defaults to the
+    report's; a DTR run adds what it came to."""
+    m = report.theoretical_minimum if minimum is None else minimum
+    unit = unit or view_unit(report)
+    text = (f"peak {plots.fmt_in(report.no_reuse_bytes, unit)} -> "
+            f"{plots.fmt_in(report.arena_bytes, unit)}, saved {report.saved_percent:.1f}% "
+            f"(theoretical minimum {plots.fmt_in(m, unit)})")
+    if dtr is not None:
+        text += f"; {dtr.describe(unit)}"
+    return text
+
+
+class MemoryExplorer:
+    """The widget without the widget: state in, plan, rows, headline and figures out.
+
+    `graph_or_model`: a `Graph`, a zoo `Model` (anything with `.graph`) or a model name
+    of `minigraph.models.MODELS`. Graphs, plans, comparisons and DTR runs are cached per
+    state, so flipping a switch back is instant.
+    """
+
+    def __init__(self, graph_or_model: Graph | str | Any = None, batch: int | None = None):
+        self.models = _models()
+        self.custom: Graph | None = None
+        if isinstance(graph_or_model, Graph):
+            self.custom, model = graph_or_model, CUSTOM
+        elif graph_or_model is not None and hasattr(graph_or_model, "graph"):
+            self.custom, model = graph_or_model.graph, CUSTOM
+        elif isinstance(graph_or_model, str):
+            if graph_or_model not in self.models:
+                raise ValueError(f"unknown model {graph_or_model!r}; the zoo has "
+                                 f"{', '.join(self.models) or 'nothing (minigraph.models)'}")
+            model = graph_or_model
+        elif graph_or_model is None and self.models:
+            model = "mlp" if "mlp" in self.models else next(iter(self.models))
+        else:
+            raise TypeError("memory_widget needs a Graph, a Model or a model name, not "
+                            f"{type(graph_or_model).__name__}")
+        self.initial = WidgetState(model=model, batch=batch or 8)
+        self._graphs: dict[tuple[str, int], Graph] = {}
+        self._reports: dict[tuple, MemoryReport] = {}
+        self._rows: dict[tuple, list[techniques.TechniqueRow]] = {}
+        self._programs: dict[tuple, tuple[Program, Bounds]] = {}
+        self._dtr: dict[tuple, DTRRun] = {}
+        self._sweeps: dict[tuple, list[Any]] = {}
+        self._defaults: dict[tuple, float] = {}
+
+    # The choices each control offers (registries, so a new technique is one more entry)
+    def choices(self) -> dict[str, list]:
+        return {"model": ([CUSTOM] if self.custom is not None else []) + list(self.models),
+                "batch": list(BATCHES), "order": list(ORDERS), "planner": list(PLANNERS),
+                "alignment": list(ALIGNMENTS), "colors": [1, 2, 3, 4],
+                "color_by": list(COLOR_BY)}
+
+    def graph(self, state: WidgetState) -> Graph:
+        if state.model == CUSTOM:
+            if self.custom is None:
+                raise ValueError("no graph was given; choose a model")
+            return self.custom
+        key = (state.model, state.batch)
+        if key not in self._graphs:
+            self._graphs[key] = get_model(state.model, batch=state.batch).graph
+        return self._graphs[key]
+
+    def _gkey(self, state: WidgetState) -> tuple:
+        return (state.model, state.batch if state.model != CUSTOM else None)
+
+    def _dkey(self, state: WidgetState) -> tuple:
+        """What a DTR run depends on: the graph, its schedule and the alignment."""
+        return (*self._gkey(state), state.order, state.alignment)
+
+    def report(self, state: WidgetState) -> MemoryReport:
+        """`mg.plan_memory(graph, state.options())`, cached."""
+        return self._plan_cached(self.graph(state), state.options(), self._gkey(state))
+
+    def _plan_cached(self, graph: Graph, options: MemoryOptions, gkey: tuple) -> MemoryReport:
+        key = (*gkey, repr(options))
+        if key not in self._reports:
+            self._reports[key] = plan_memory(graph, options)
+        return self._reports[key]
+
+    def rows(self, state: WidgetState, progress: techniques.Progress | None = None
+             ) -> list[techniques.TechniqueRow]:
+        """One row per technique under this state's order, in-place, colours, alignment."""
+        key = (*self._gkey(state), state.order, state.inplace, state.colors, state.alignment,
+               state.slow, state.time_limit)
+        if key not in self._rows:
+            gkey = self._gkey(state)
+            self._rows[key] = techniques.compare_techniques(
+                self.graph(state), state.options().replace(planner_args={}), slow=state.slow,
+                time_limit=state.time_limit, progress=progress,
+                plan=lambda g, o: self._plan_cached(g, o, gkey))
+        return self._rows[key]
+
+    # DTR -------------------------------------------------------------------------------
+    def dtr_bounds(self, state: WidgetState) -> Bounds:
+        """DTR's `Bounds` for this graph, schedule and alignment (cached with its program)."""
+        return self._program(state)[1]
+
+    def _program(self, state: WidgetState) -> tuple[Program, Bounds]:
+        key = self._dkey(state)
+        if key not in self._programs:
+            graph = self.graph(state)
+            program = program_from_graph(graph, schedule(graph, state.order), state.alignment)
+            self._programs[key] = (program, program.bounds())
+        return self._programs[key]
+
+    def dtr_low(self, state: WidgetState) -> float:
+        """The smallest budget ratio (on the slider's grid) that could work (`low_ratio`)."""
+        return low_ratio(self.dtr_bounds(state))
+
+    def dtr_run(self, state: WidgetState, ratio: float | None = None) -> DTRRun:
+        """DTR (simulated, the DTR paper's heuristic) at `ratio` (default: the state's
+        budget, or the model's default) of the total peak, cached; never raises for a
+        budget that is too small: the run says what stopped it."""
+        ratio = check_budget_ratio(ratio if ratio is not None else
+                                   state.dtr_budget if state.dtr_budget is not None else
+                                   self.dtr_default(state))
+        key = (*self._dkey(state), round(ratio, 6))
+        if key not in self._dtr:
+            self._dtr[key] = run_at(*self._program(state), ratio)
+        return self._dtr[key]
+
+    def sweep(self, state: WidgetState, progress: techniques.Progress | None = None) -> list[Any]:
+        """DTR from budget 100% down to its lower bound (`techniques.dtr_sweep`), cached."""
+        key = self._dkey(state)
+        if key not in self._sweeps:
+            self._sweeps[key] = techniques.dtr_sweep(self.graph(state), options=state.options(),
+                                                     progress=progress)
+        return self._sweeps[key]
+
+    def dtr_default(self, state: WidgetState,
+                    progress: techniques.Progress | None = None) -> float:
+        """The budget the slider starts at (`default_ratio`): the smallest on its grid at
+        which DTR finishes on this graph."""
+        key = self._dkey(state)
+        if key not in self._defaults:
+            self._defaults[key] = default_ratio(self.sweep(state, progress),
+                                                self.dtr_low(state),
+                                                lambda r: self.dtr_run(state, r).ok)
+        return self._defaults[key]
+
+    def compute(self, state: WidgetState | None = None,
+                progress: techniques.Progress | None = None) -> ExplorerResult:
+        """Plan, compare and (if asked) run DTR for `state`; a state whose `dtr_budget` is
+        None gets the model's default, and the result's state says which."""
+        state = state or self.initial
+        graph = self.graph(state)
+        if progress is not None:
+            progress(0, 1, f"{state.planner} on {len(graph.nodes)} nodes")
+        report = self.report(state)
+        rows = list(self.rows(state, progress))
+        minimum = view_minimum(report, rows)
+        messages: list[str] = []
+        run, sweep = None, None
+        if state.dtr:
+            sweep = self.sweep(state, progress)
+            if state.dtr_budget is None:
+                state = state.replace(dtr_budget=self.dtr_default(state, progress))
+            run = self.dtr_run(state)
+            rows.append(run.technique_row(report, minimum))
+            if not run.ok:
+                messages.append(run.describe(view_unit(report, rows)))
+        return ExplorerResult(state, graph, report, rows, run, sweep, messages, minimum)
+
+    # Pictures ------------------------------------------------------------------------
+    @staticmethod
+    def figures(result: ExplorerResult) -> dict[str, Any]:
+        """Timeline, layout, comparison (and DTR's sweep when DTR is on) of `result`, each
+        a matplotlib Figure, all in the view's unit with its one theoretical minimum."""
+        figs = {"timeline": MemoryExplorer._timeline(result),
+                "layout": MemoryExplorer._layout(result),
+                "comparison": MemoryExplorer._comparison(result)}
+        if result.sweep:
+            run = result.dtr
+            figs["dtr"] = plots.plot_dtr_sweep(
+                result.sweep, run.ratio if run is not None else None,
+                chosen_status=run.status if run is not None else "ok",
+                chosen_overhead=run.overhead if run is not None else None)
+        return figs
+
+    @staticmethod
+    def summary_figure(result: ExplorerResult):
+        """The three pictures in one Figure under the headline, wrapped (the static export)."""
+        from matplotlib.figure import Figure
+        n = len(result.rows)
+        fig = Figure(figsize=(11, 8.6 + 0.3 * n), layout="constrained")
+        axes = fig.subplots(3, 1, height_ratios=[3.2, 3.8, 1 + 0.3 * n])
+        MemoryExplorer._timeline(result, axes[0])
+        MemoryExplorer._layout(result, axes[1])
+        MemoryExplorer._comparison(result, axes[2])
+        fig.suptitle(textwrap.fill(result.headline, 120), fontsize=11)
+        return fig
+
+    @staticmethod
+    def _timeline(result: ExplorerResult, ax: Any = None):
+        return plots.plot_timeline(result.report, result.graph, ax=ax,
+                                   minimum=result.minimum, unit=result.unit)
+
+    @staticmethod
+    def _layout(result: ExplorerResult, ax: Any = None):
+        return plots.plot_layout(result.report, ax=ax, color_by=result.state.color_by,
+                                 minimum=result.minimum, unit=result.unit)
+
+    @staticmethod
+    def _comparison(result: ExplorerResult, ax: Any = None):
+        return plots.plot_comparison(result.rows, ax=ax, minimum=result.minimum,
+                                     unit=result.unit)
+
+
+def figure_bytes(fig: Any, fmt: str = "png", dpi: int = 80) -> bytes:
+    """A Figure as PNG or SVG bytes (what the widget's images and the export hold)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=dpi)
+    return buf.getvalue()
