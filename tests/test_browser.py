@@ -169,16 +169,7 @@ def test_tour_widget_renders_and_reacts_in_jupyterlab(lab: str) -> None:
         page.set_default_timeout(WAIT_MS)      # no wait shorter than a busy machine needs
         expect.set_options(timeout=WAIT_MS)
         try:
-            page.goto(f"{lab}/lab/tree/00_tour.ipynb?reset", wait_until="domcontentloaded")
-            # The notebook is open and its kernel is up.
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=WAIT_MS)
-            expect(page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
-                   .first).to_have_attribute("data-status", "idle", timeout=WAIT_MS)
-            _accept_kernel_dialog(page)
-            # Run > Run All Cells, from the menu bar as a student would.
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-            _accept_kernel_dialog(page)
+            _run_all(page, f"{lab}/lab/tree/00_tour.ipynb?reset")
 
             headline = page.locator(".mg-headline").first
             expect(headline).to_contain_text("peak", timeout=WAIT_MS)

@@ -58,7 +58,7 @@ def _names_bound_to_minigraph(tree: ast.AST) -> set[str]:
 
 
 def _imports_minigraph(value: ast.AST) -> bool:
-    """`importlib.import_module("minigraph...")` or `__import__("minigraph...")`."""
+    """A call of importlib's `import_module` or of `__import__` on "minigraph..."."""
     return (isinstance(value, ast.Call) and bool(value.args)
             and isinstance(value.args[0], ast.Constant)
             and str(value.args[0].value).startswith("minigraph")
