@@ -37,6 +37,11 @@ def notebook_text(src: Path) -> str:
     """The notebook of one source as text: no outputs, numbered cell ids, a Python kernel."""
     nb = jupytext.read(src, fmt="py:percent")
     nb.metadata["kernelspec"] = KERNEL
+    meta = nb.metadata.get("jupytext", {})
+    if "cell_metadata_filter" in meta:   # jupytext lists the keys in set order, which
+        keys = meta["cell_metadata_filter"].split(",")   # changes with the hash seed
+        kept = sorted(k for k in keys if not k.startswith("-"))
+        meta["cell_metadata_filter"] = ",".join(kept + [k for k in keys if k.startswith("-")])
     for k, cell in enumerate(nb.cells):
         cell.id = f"{src.stem.replace('_', '-').lower()}-{k:02d}"
     return jupytext.writes(nb, fmt="ipynb") + "\n"
