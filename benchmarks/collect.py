@@ -28,8 +28,13 @@ SCRIPTS = [
     ("Colouring and safe mode: bytes against parallel hazards", ["coloring.py"]),
     ("Planning time from 1,000 to 100,000 buffers", ["plan_scaling.py"]),
     ("DTR: overhead per heuristic and budget", ["dtr.py"]),
-    ("DTR against the authors' simulator (simrd) on the same traces", ["dtr_reference.py"]),
+    ("DTR against the authors' simulator (simrd) on the same traces",
+     ["dtr_reference.py", "--zoo"]),
+    ("DTR: the default and the portfolio against the best of simrd's four heuristics",
+     ["dtr_heuristics.py"]),
     ("Online allocators and fragmentation", ["allocators.py"]),
+    ("PyTorch models imported with from_torch: planned bytes per technique",
+     ["from_torch.py"]),
     ("GPU script, dry run on NumPy (no GPU was lent to this run)", ["gpu.py", "--dry-run"]),
 ]
 

@@ -25,6 +25,7 @@ from .errors import (  # noqa: F401
     UnknownOpError,
 )
 from .feeds import init_params, random_feeds  # noqa: F401
+from .fromtorch import from_torch  # noqa: F401  (PyTorch is imported only when it is called)
 from .graph import Graph, Node, Tensor, TensorInfo, constant, input, name_scope, param  # noqa: F401
 from .memory import (  # noqa: F401
     Buffer,

@@ -1,6 +1,7 @@
 """The `minigraph` command: `tour`, `plan`, `models`, `lab`.
 
     minigraph tour [--model NAME] [--batch N]   one model end to end, with the memory table
+    minigraph tour --torch NAME                 the same for a PyTorch model, imported
     minigraph plan ...                          plan a model or a buffer file (experiments/plan_cli)
     minigraph models                            the model zoo
     minigraph lab                               open the lessons in JupyterLab
@@ -24,6 +25,7 @@ from . import __version__
 from .errors import MinigraphError
 from .experiments import plan_cli
 from .experiments.plan_cli import USAGE_ERROR, Parser, one_line, positive_int, positive_seconds
+from .fromtorch.zoo import TORCH_MODELS, imported
 from .models import MODELS
 from .tour import TOUR_MODEL, tour
 
@@ -34,6 +36,9 @@ def _add_tour(sub: argparse._SubParsersAction) -> None:
                                    "and plan its memory with every technique in turn.")
     p.add_argument("--model", default=None, choices=list(MODELS), metavar="NAME",
                    help=f"zoo model: {', '.join(MODELS)} (default {TOUR_MODEL})")
+    p.add_argument("--torch", default=None, choices=list(TORCH_MODELS), metavar="NAME",
+                   help=f"a model written in PyTorch, imported with from_torch (needs "
+                        f"pip install 'minigraph[torch]'): {', '.join(TORCH_MODELS)}")
     p.add_argument("--batch", type=positive_int, default=None,
                    help="batch size, >= 1 (default: the model's own)")
     p.add_argument("--time-limit", type=positive_seconds, default=0.5,
@@ -49,8 +54,16 @@ def _add_tour(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_tour(args: argparse.Namespace) -> int:
-    tour(args.model, batch=args.batch, time_limit=args.time_limit, device=args.device,
-         run=args.run)
+    if args.torch is None:
+        tour(args.model, batch=args.batch, time_limit=args.time_limit, device=args.device,
+             run=args.run)
+        return 0
+    if args.model is not None:
+        print("minigraph tour: error: give --model or --torch, not both", file=sys.stderr)
+        return USAGE_ERROR
+    # no PyTorch: TorchMissingError, a MinigraphError: one line and exit 2 (main)
+    model = imported(args.torch, **({} if args.batch is None else {"batch": args.batch}))
+    tour(model, time_limit=args.time_limit, device=args.device, run=args.run)
     return 0
 
 

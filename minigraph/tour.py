@@ -10,6 +10,10 @@
    planner in `minigraph.memory.PLANNERS`), each against the theoretical minimum that
    applies to it [Chen 2016] [Huawei GE], then what to try next.
 
+`model` is a zoo name or a `Model` (say one that `minigraph.fromtorch.from_torch` imported
+from PyTorch). A graph with opaque ops (PyTorch ops that minigraph has no kernel for) is
+planned but not run: the tour says so in one line.
+
 The default model is a small U-Net (`TOUR_MODEL`): its long skip connections keep
 tensors alive across the network, so the planners differ (GE's blocks, best-fit and
 greedy-by-size land at different arenas), and it still runs in about a second.
@@ -23,11 +27,12 @@ import time
 from typing import Any, TextIO
 
 from .backend import resolve_device
+from .errors import GraphError
 from .experiments.plan_cli import progress_bar
 from .experiments.techniques import Row, technique_rows
 from .graph import Graph, fmt_bytes
 from .memory import MemoryOptions, plan_memory, schedule
-from .models import get_model
+from .models import Model, get_model
 from .ops.registry import workspace_of
 from .runtime.executor import Executor, RunStats
 
@@ -146,10 +151,27 @@ def planner_spread(rows: list[Row]) -> str:
             f"{fmt_bytes(hi)} ({names(hi)}): x{hi / lo:.3f} between the best and the worst")
 
 
-def next_steps(model: str, batch: int | None) -> str:
-    """What to try after the tour (`batch`: the tour's): commands, each with what it shows."""
+def opaque_nodes(graph: Graph) -> list[str]:
+    """The nodes whose op has no kernel in minigraph (imported from PyTorch as opaque ops):
+    they plan and simulate, but a run cannot execute them."""
+    return [n.name for n in graph.nodes if n.op == "opaque"]
+
+
+def next_steps(model: str, batch: int | None, imported: bool = False) -> str:
+    """What to try after the tour (`batch`: the tour's): commands, each with what it shows.
+    `imported`: the tour was of a Model given as an object (not a zoo name)."""
     other = "densenet" if model == TOUR_MODEL else TOUR_MODEL
     batch = batch or 1
+    if imported:
+        tries = [
+            ("mg.memory_widget(model)", "every technique on this model, with pictures"),
+            (f"minigraph tour --model {TOUR_MODEL}", "a model of minigraph's own zoo "
+                                                    "(all of them: minigraph models)"),
+            ("minigraph lab lessons/10_your_model.ipynb",
+             "the lesson on importing a PyTorch model"),
+        ]
+        width = max(len(c) for c, _ in tries)
+        return "\n".join(["what to try next:"] + [f"  {c:{width}}  {w}" for c, w in tries])
     tries = [
         (f"minigraph tour --model {other}", "another zoo model (all of them: minigraph models)"),
         (f"minigraph tour --model {model} --batch {4 * batch}",
@@ -176,24 +198,34 @@ def _row_bar() -> tuple[Any, Any]:
     return bar, progress
 
 
-def tour(model: str | None = None, batch: int | None = None, file: TextIO | None = None,
-         time_limit: float = 0.5, device: str = "cpu", run: bool | None = None,
-         **model_kw: Any) -> dict[str, Any]:
-    """Print the tour of one zoo model (default `TOUR_MODEL`); returns what it printed as
-    data (for tests). `run`: run one SGD step (None: only when the step is under
-    MAX_RUN_FLOPS). A device that is not there is refused first (DeviceError)."""
+def tour(model: str | Model | None = None, batch: int | None = None,
+         file: TextIO | None = None, time_limit: float = 0.5, device: str = "cpu",
+         run: bool | None = None, **model_kw: Any) -> dict[str, Any]:
+    """Print the tour of one model: a zoo name (default `TOUR_MODEL`) or a `Model` (such as
+    `from_torch`'s `TorchModel`); returns what it printed as data (for tests). `run`: run
+    one SGD step (None: only when the step is under MAX_RUN_FLOPS and every op has a
+    kernel). A device that is not there is refused first (DeviceError)."""
     out = file or sys.stdout
 
     def say(s: str = "") -> None:
         print(s, file=out, flush=True)
 
     device = resolve_device(device)
-    name = model or TOUR_MODEL
+    given = isinstance(model, Model)
+    if given and (batch is not None or model_kw):
+        raise GraphError(f"tour: {model.name} is a built Model; batch and model options "
+                         f"({', '.join(['batch'] * (batch is not None) + list(model_kw))}) "
+                         f"apply to zoo names only")
+    if not given and model is not None and not isinstance(model, str):
+        raise GraphError(f"tour: model must be a zoo name or a Model, not "
+                         f"{type(model).__name__}")
     t0 = time.perf_counter()
-    m = get_model(name, batch=batch, **model_kw)
+    m = model if given else get_model(model or TOUR_MODEL, batch=batch, **model_kw)
+    name = m.name if given else (model or TOUR_MODEL)
     g = m.graph
     say(f"minigraph tour: {m.name} - {m.description}")
-    say(f"built in {time.perf_counter() - t0:.2f} s")
+    if not given:
+        say(f"built in {time.perf_counter() - t0:.2f} s")
     say(graph_summary(g))
     say(f"parameters: {len(m.params)} tensors, "
         f"{sum(math.prod(g.tensors[p].shape) for p in m.params):,} values; "
@@ -202,8 +234,14 @@ def tour(model: str | None = None, batch: int | None = None, file: TextIO | None
     plan = plan_memory(g, MemoryOptions(planner="refcount", inplace=True))
     flops = g.flops()
     loss, st = None, None
+    opaque = opaque_nodes(g)
     say()
-    if run is False or (run is None and flops > MAX_RUN_FLOPS):
+    if opaque:
+        say(f"not run: {len(opaque)} opaque op(s) with no minigraph kernel (first: "
+            f"{opaque[0]}); the plans below need no run")
+    elif run is False:
+        say("not run: asked not to (run=False, --no-run); the plans below need no run")
+    elif run is None and flops > MAX_RUN_FLOPS:
         say(f"not run: {flops / 1e9:,.0f} GFLOPs per step is too much for a tour on NumPy "
             f"(limit {MAX_RUN_FLOPS / 1e9:,.0f}; `run=True` forces it); the plans below "
             f"need no run")
@@ -235,6 +273,6 @@ def tour(model: str | None = None, batch: int | None = None, file: TextIO | None
         + ", ".join(f"{k} {fmt_bytes(v)}"
                     for k, v in sorted(rows[0].report.unplanned.items()) if v))
     say()
-    say(next_steps(name, m.config.get("batch")))
+    say(next_steps(name, m.config.get("batch"), imported=given))
     return {"model": m, "loss": loss, "stats": st, "rows": rows, "table": table,
             "spread": spread}

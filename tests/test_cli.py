@@ -255,6 +255,35 @@ def test_valid_cli_input_still_plans(tmp_path, capsys) -> None:
     assert r.returncode == 0 and "alignment 1" in r.stdout
 
 
+
+def test_plan_model_takes_the_graphs_switches(capsys) -> None:
+    # Each switch reaches MemoryOptions: the arena printed is plan_memory's with the same
+    # options, and strict / nnvm / safe change it where they should.
+    from minigraph.memory import MemoryOptions, plan_memory
+    from minigraph.models import get_model
+    graph = get_model("transformer", batch=2).graph
+    cases = [(("--inplace", "strict"), dict(inplace="strict")),
+             (("--inplace", "last-reader"), dict(inplace=True)),
+             (("--colors", "2", "--coloring", "nnvm"), dict(colors=2, coloring="nnvm")),
+             (("--inplace", "last-reader", "--safe"), dict(inplace=True, safe=True))]
+    arenas = set()
+    for argv, kw in cases:
+        r = in_process(capsys, "plan", "--model", "transformer", "--batch", "2",
+                       "--planner", "ge", *argv)
+        assert r.returncode == 0, r.stderr
+        want = plan_memory(graph, MemoryOptions(planner="ge", **kw)).arena_bytes
+        assert f"arena               {want} B" in r.stdout, (argv, r.stdout)
+        arenas.add(want)
+    assert len(arenas) > 1                   # the switches are not ignored
+
+
+def test_graph_switches_without_a_graph_are_refused(tmp_path, capsys) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(PROBLEM)
+    assert_one_line_exit_2(in_process(capsys, "plan", str(path), "--safe"), "needs a graph")
+    assert_one_line_exit_2(in_process(capsys, "plan", "--model", "mlp", "--inplace", "x"),
+                           "invalid choice")
+
 # --- issue 16: the tour's errors, its default model, its explanations, progress bars -----
 
 def test_tour_mistakes_print_one_line_exit_2_and_nothing_else() -> None:

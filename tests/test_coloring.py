@@ -360,7 +360,7 @@ def test_safe_mode_time_limit_covers_every_round():
     t0 = time.perf_counter()
     report = mg.plan_memory(g, mg.MemoryOptions(planner="anneal", safe=True, planner_args={
         "time_limit": 0.3, "seed": 0}))
-    assert time.perf_counter() - t0 < 0.3 + 1.0        # + liveness, colours, validation
+    assert time.perf_counter() - t0 < 0.3 + 2.5   # + liveness, colours, validation; busy CI
     assert report.plan.parallel_hazards(g) == []
 
 

@@ -525,7 +525,7 @@ def test_inplace_pairs_give_bitwise_the_same_result(zoo, op):
 
 def test_zoo_uses_every_op(zoo):
     used = {n.op for graph, *_ in zoo for n in graph.nodes}
-    assert set(OPS) - used == set()
+    assert set(OPS) - used == {"opaque"}    # no kernel to run: tests/test_fromtorch.py
 
 
 def test_declared_workspace_covers_the_scratch_kernels_take(zoo):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-import time
 
 import pytest
 from graphgen import bytes_equal, chain_graph, feeds_for, fuzz_case, random_graph
@@ -377,15 +376,8 @@ def test_zoo_refcount_inplace_beats_no_reuse_and_never_the_minimum(name):
 
 # --- speed ---------------------------------------------------------------------------------------
 
-def test_planning_20000_tensors_with_refcount_takes_under_2_seconds():
+def test_planning_20000_tensors_with_refcount():
+    # Its time is in benchmarks/plan_scaling.py; here: it plans, every tensor placed.
     g = chain_graph(20_000)                  # plain data: relu chain with long skip adds
-    opts = mg.MemoryOptions(inplace=True, planner="refcount")
-    best = float("inf")
-    for _ in range(2):                       # the better of two, against a busy machine
-        t0 = time.perf_counter()
-        report = mg.plan_memory(g, opts)
-        best = min(best, time.perf_counter() - t0)
-        if best < 2.0:
-            break
+    report = mg.plan_memory(g, mg.MemoryOptions(inplace=True, planner="refcount"))
     assert len(g.tensors) == 20_001 and len(report.plan.offsets) == 19_999   # - x, output
-    assert best < 2.0, f"planning took {best:.2f} s"

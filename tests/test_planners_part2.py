@@ -319,26 +319,15 @@ def test_ilp_under_a_tiny_time_limit_still_returns_a_valid_plan_with_its_gap():
     assert "optimal" in placed.note or "gap" in placed.note
 
 
-# --- speed ------------------------------------------------------------------------------
-
-def _cpu(fn, *a, **kw) -> float:
-    t0 = time.process_time()
-    fn(*a, **kw)
-    return time.process_time() - t0
-
+# --- size (speed targets live in benchmarks/plan_scaling.py, not in tests) ------------
 
 @pytest.mark.parametrize("planner", ["greedy-size", "ge"])
-def test_planner_handles_20000_buffers_in_under_2_seconds(planner):
+def test_planner_handles_20000_buffers(planner):
     bufs = random_buffers(20_000, seed=1)
-    fn = get_planner(planner)
-    assert min(_cpu(fn, bufs) for _ in range(2)) < 2.0
-
-
-def test_greedy_size_time_grows_like_n_log_n():
-    fn = get_planner("greedy-size")
-    small = min(_cpu(fn, random_buffers(2500, seed=1)) for _ in range(3))
-    large = min(_cpu(fn, random_buffers(20_000, seed=1)) for _ in range(2))
-    assert large / max(small, 1e-3) < 20      # 8x the buffers; n log n ~ 10x, n^2 = 64x
+    placed = get_planner(planner)(bufs)
+    validate_offsets(bufs, placed.offsets)
+    assert placed.arena_bytes == arena_size(bufs, placed.offsets)
+    assert placed.arena_bytes <= 2 * theoretical_minimum(bufs)
 
 
 # --- limits (issue 15, points 7-9) ------------------------------------------------------

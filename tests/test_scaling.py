@@ -177,3 +177,47 @@ def test_lowest_free_ignores_a_range_that_ends_where_the_answer_starts():
     # [0,64) and [64,128) in two sets touch: 1 byte fits only at 128 (half-open ranges)
     assert lowest_free([([0], [64]), ([64], [128])], 1) == 128
     assert lowest_free([([0], [64]), ([65], [128])], 1) == 64
+
+
+def _longest_list(index: TimeIndex) -> int:
+    return max(len(starts) for buckets in index._starts.values() for starts in buckets.values())
+
+
+def test_an_insertion_into_the_time_index_shifts_a_bounded_list():
+    # With ~30 buffers alive per step, the entries an insertion shifts (its bucket) must
+    # not grow with n: one start-sorted list per lifetime class, as before, grew 8x from
+    # 5,000 to 40,000 buffers and made the insertions quadratic.
+    longest = {}
+    for n in (5_000, 40_000):
+        index = TimeIndex()
+        for b in random_buffers(n, seed=0):
+            index.add(b.start, b.end, 0, b.size)
+        longest[n] = _longest_list(index)
+    assert longest[40_000] < 2 * longest[5_000] < 5_000 // 2
+
+
+def test_the_time_index_finds_boxes_across_buckets_and_before_step_zero():
+    index = TimeIndex()
+    width = TimeIndex.BUCKET << 2               # bucket width of lifetimes 2..3 steps
+    index.add(width - 1, width + 1, 0, 10)      # starts in bucket 0, ends in bucket 1
+    index.add(-5, -3, 10, 20)                   # starts before step 0
+    index.add(width + 5, width + 6, 20, 30)
+    assert sorted(index.in_the_way(width, width)) == [(0, 10)]
+    assert sorted(index.in_the_way(-4, width + 5)) == [(0, 10), (10, 20), (20, 30)]
+    assert index.in_the_way(-2, width - 2) == []
+
+
+def test_a_query_over_many_spans_reads_each_box_once():
+    # Boxes k = 0..1999 at bytes [k, k+1), so a box is named by its range. A GE-like block:
+    # spans 3 steps apart, so long-lived boxes overlap many of them.
+    bufs = random_buffers(2_000, seed=1)
+    index = TimeIndex()
+    for k, b in enumerate(bufs):
+        index.add(b.start, b.end, k, k + 1)
+    spans = [(s, s + 1) for s in range(0, 600, 3)]
+    got = index.in_the_way_of(spans)
+    want = {(k, k + 1) for k, b in enumerate(bufs)
+            if any(b.start <= e and s <= b.end for s, e in spans)}
+    assert len(got) == len(set(got)) and set(got) == want
+    per_span = sum(len(index.in_the_way(s, e)) for s, e in spans)
+    assert per_span > 2 * len(got)          # read one span at a time, boxes repeat

@@ -3,6 +3,7 @@
     minigraph plan problem.csv --planner ge [--time-limit S] [--alignment N] [-o plan.csv]
     minigraph plan --check plan.csv
     minigraph plan --model resnet50 --batch 32 [--planner ge] [--order best]
+                   [--inplace strict] [--colors 2 --coloring nnvm] [--safe]
 
 It prints the number of buffers, the theoretical minimum, the arena, their ratio and the
 planning time. `add_arguments(parser)` fills an argparse (sub)parser; `run(args)` returns
@@ -135,7 +136,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=positive_int, default=32, help="batch size for --model")
     parser.add_argument("--order", default="program", choices=sorted(ORDERS), metavar="ORDER",
                         help=f"schedule for --model ({', '.join(sorted(ORDERS))})")
+    # The graph's own switches (MemoryOptions): they need a graph, so only with --model.
+    parser.add_argument("--inplace", default=None, choices=INPLACE_RULES,
+                        help="in-place rule for --model: off, last-reader (nnvm's rule) or "
+                        "strict (the op is the input's only reader); default off")
+    parser.add_argument("--colors", type=positive_int, default=None, metavar="K",
+                        help="parallel-safe sharing for --model: K colour classes kept apart")
+    parser.add_argument("--coloring", default=None, choices=COLORINGS,
+                        help="how --colors finds its paths (bytes or nnvm); default bytes")
+    parser.add_argument("--safe", action="store_true", default=None,
+                        help="for --model: share bytes only where the graph's edges order "
+                        "the uses (zero parallel hazards)")
     return parser
+
+
+INPLACE_RULES = ("off", "last-reader", "strict")
+COLORINGS = ("bytes", "nnvm")
+GRAPH_SWITCHES = ("inplace", "colors", "coloring", "safe")
+
+
+def _graph_switches(args: argparse.Namespace) -> dict:
+    """The MemoryOptions fields given on the command line (off -> inplace=False)."""
+    given = {k: getattr(args, k, None) for k in GRAPH_SWITCHES}
+    given = {k: v for k, v in given.items() if v is not None}
+    if "inplace" in given:
+        given["inplace"] = {"off": False, "last-reader": True}.get(given["inplace"],
+                                                                   given["inplace"])
+    return given
 
 
 def _report(n: int, minimum: int, arena: int, seconds: float | None, note: str = "",
@@ -201,14 +228,16 @@ def _plan_csv(args: argparse.Namespace) -> int:
 
 def _plan_model(args: argparse.Namespace) -> int:
     graph = get_model(args.model, batch=args.batch).graph
+    switches = _graph_switches(args)
     options = MemoryOptions(planner=args.planner, order=args.order,
                             alignment=512 if args.alignment is None else args.alignment,
-                            planner_args=_planner_args(args))
+                            planner_args=_planner_args(args), **switches)
     with ticking(f"{args.planner} on {args.model}",
                  _budget(args.planner, options.planner_args)):
         report = plan_memory(graph, options)
+    extra = "".join(f", {k} {getattr(args, k)}" for k in switches)
     print(f"{args.model} (batch {args.batch}): {len(graph.nodes)} nodes, planner "
-          f"{args.planner}, order {args.order}, alignment {options.alignment}")
+          f"{args.planner}, order {args.order}, alignment {options.alignment}{extra}")
     _report(len(report.plan.offsets), report.theoretical_minimum, report.arena_bytes,
             report.seconds, report.plan.note, no_reuse=report.no_reuse_bytes)
     if args.output:
@@ -224,6 +253,11 @@ def run(args: argparse.Namespace) -> int:
     if len(chosen) != 1:
         print("minigraph plan: error: give exactly one of FILE.csv, --check PLAN.csv, "
               "--model NAME", file=sys.stderr)
+        return USAGE_ERROR
+    stray = [k for k in GRAPH_SWITCHES if getattr(args, k, None) is not None]
+    if stray and args.model is None:
+        print(f"minigraph plan: error: --{stray[0]} needs a graph: use it with --model NAME",
+              file=sys.stderr)
         return USAGE_ERROR
     try:
         if args.check is not None:

@@ -22,6 +22,7 @@ from .elementwise import (  # noqa: F401
     tanh,
 )
 from .linalg import matmul  # noqa: F401
+from .opaque import OpaqueOpError, opaque  # noqa: F401
 from .registry import OPS, KernelContext, OpDef, apply, apply1, defop, flops_of, get_op  # noqa: F401
 from .shape import broadcast_to, mean, reshape, sum, transpose  # noqa: F401
 from .update import sgd_update  # noqa: F401

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import GraphError
 from ..graph import Node
+from ..ops.opaque import OpaqueOpError
 from ..ops.registry import KernelContext, get_op
 
 
@@ -22,6 +23,8 @@ def run_kernel(node: Node, inputs: Sequence[Any], outputs: Sequence[Any], ctx: K
     node and its inputs (`during` says where, e.g. " under DTR")."""
     try:
         get_op(node.op).forward(ctx, node.attr, inputs, outputs)
+    except OpaqueOpError:            # it names the node and the ATen op itself
+        raise
     except Exception as e:
         raise GraphError(f"kernel of {node.op} failed at node {node.name} "
                          f"({', '.join(node.inputs)}){during}: {e}") from e

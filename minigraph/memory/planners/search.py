@@ -29,7 +29,9 @@ side has no plan, the other side's alternatives are not tried.
 `feasible` answers FOUND, INFEASIBLE (every branch was cut: a proof), or out of budget.
 The order of the choices (never what is cut) is a `Strategy`; one strategy often finds a
 plan with no backtracking where another needs thousands of nodes, so `plan_search` gives
-each strategy of `PORTFOLIO` a small node budget in turn, doubling the budgets each round.
+each strategy of `PORTFOLIO` a small node budget in turn, doubling the budgets each round,
+and adds random restarts (`restarts`: the same strategies with their ties broken at random,
+since a depth-first search's time is heavy-tailed [Gomes 2000]).
 It starts from bestfit (and greedy-size, if bestfit misses the theoretical minimum),
 looks for a bound above the theoretical minimum in small time windows solved exactly
 (`window_proof`: a window with no plan within C bytes proves the whole problem has
@@ -182,7 +184,8 @@ def finish_part(st: State, stack: list) -> bool:
 class Run:
     """One `plan_search`: the best plan so far (`best` bytes), the largest capacity proved
     to have no plan plus a grain (`proved`), the node budget of each attempt, the nodes
-    spent, and why it stopped ("" while it goes on)."""
+    spent, why it stopped ("" while it goes on), and the next random-restart seed of the
+    bisection (`seed`; those of the rounds start at 1)."""
     problem: Problem
     best: int
     plan: list[int]
@@ -193,6 +196,7 @@ class Run:
     nodes: int = 0
     stopped: str = ""
     why_bound: str = ""
+    seed: int = 1000
     roomy: list[Strategy] = field(default_factory=lambda: list(PORTFOLIO))
 
 
@@ -204,9 +208,11 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
     Starts from bestfit (and greedy-size, when bestfit misses the theoretical minimum),
     so it is never worse than either. A bound stronger than the theoretical minimum is
     looked for in small time windows (`window_proof`). Then each round gives the
-    strategies of `PORTFOLIO`, four at a time, a node budget to find a plan at the lower
-    bound, each batch followed by a bisection between the lower bound and the best plan
-    so far; budgets double from round to round. `node_limit` bounds the nodes of all
+    strategies of `PORTFOLIO` (four, then `RESTARTS` random restarts, then the rest) a
+    node budget to find a plan at the lower bound, the later batches each followed by a
+    bisection between the lower bound and the best plan so far; budgets double from
+    round to round. Restart seeds are fixed, so with `node_limit` the result is still a
+    function of the input. `node_limit` bounds the nodes of all
     searches together (the result is then a function of the input alone); `time_limit`
     (seconds, None for none) covers the whole call, and the note says when it stopped
     the search. A problem whose tables would not be built in the time left keeps the
@@ -255,15 +261,34 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
 
 def search_rounds(run: Run) -> None:
     """The rounds of `plan_search`: the lower bound itself, a few strategies at a time,
-    each batch followed by a bisection (so a problem that is hard at the bound still
-    improves early); the node budgets double from round to round."""
+    then `RESTARTS` random restarts (`restarts`), each batch followed by a bisection (so a
+    problem that is hard at the bound still improves early); the node budgets double
+    from round to round."""
+    seed = 1
     while run.best > run.proved and not run.stopped:
-        for k in range(0, len(PORTFOLIO), 4):
+        batches = [list(PORTFOLIO[:4]), restarts(seed, RESTARTS), list(PORTFOLIO[4:])]
+        seed += RESTARTS
+        for k, batch in enumerate(batches):
             if run.best <= run.proved or run.stopped:
                 break
-            if attempt(run, run.proved, list(PORTFOLIO[k:k + 4])) == ABORTED:
+            if attempt(run, run.proved, batch) == ABORTED and k:
                 bisect(run)
         run.budget *= 2
+
+
+# Random restarts: these strategies with their ties broken at random (`Strategy.seed`).
+# A depth-first search's time is heavy-tailed [Gomes 2000]: on a 450-buffer tiling where
+# every strategy of `PORTFOLIO` spends thousands of nodes in vain, some restarts find the
+# plan at once (within one node per buffer).
+RESTART_BASES = (Strategy("T", "flat", "fewest"), Strategy("T", "pair", "fewest"),
+                 Strategy("TAZ", "flat", "fewest"))
+RESTARTS = 16             # restarts a round
+
+
+def restarts(first: int, count: int) -> list[Strategy]:
+    """`count` restart strategies, seeds first .. first + count - 1, bases in turn."""
+    return [RESTART_BASES[s % len(RESTART_BASES)]._replace(seed=s)
+            for s in range(first, first + count)]
 
 
 def start_plan(items: Sequence[Buffer], lower: int, deadline: Deadline
@@ -433,7 +458,8 @@ def attempt(run: Run, cap: int, strategies: list[Strategy]) -> str:
 
 def bisect(run: Run) -> None:
     """Bisect (in grains) between the bounds down to about 0.4% of the lower bound; the
-    last few grains above the lower bound are tried one by one."""
+    last few grains above the lower bound are tried one by one. Each capacity gets the
+    strategy that last found a plan and eleven fresh random restarts."""
     grain = run.problem.grain
     lo, hi = run.proved // grain + 1, run.best // grain - 1
     step = max(1, run.proved // grain // 256)
@@ -444,7 +470,9 @@ def bisect(run: Run) -> None:
             break
         else:
             mid = (lo + hi) // 2
-        if attempt(run, mid * grain, run.roomy) == FOUND:
+        tries = run.roomy[:1] + restarts(run.seed, 11)
+        run.seed += 11
+        if attempt(run, mid * grain, tries) == FOUND:
             hi = min(hi, run.best // grain - 1)
         else:
             lo = max(mid + 1, run.proved // grain)

@@ -6,6 +6,7 @@ Read `search.py` first; `search_rules.py` holds the moves and the pruning rules.
 from __future__ import annotations
 
 import math
+import random
 from bisect import bisect_right
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -20,7 +21,10 @@ class Strategy(NamedTuple):
 
     `order`: the static rank that breaks ties, as in MiniMalloc's preorderings, larger
     first: T = the most bytes alive in a section the buffer spans, A = area (bytes x
-    steps), Z = size, L = lifetime; the index breaks the remaining ties.
+    steps), Z = size, L = lifetime; the index breaks the remaining ties, or, with a
+    `seed` other than 0, a random key fixed by it (restarts that differ in their ties
+    only: a depth-first search's time is heavy-tailed, and a restart with other ties
+    often finds at once what the first one misses [Gomes 2000]).
     `fit`: which candidate is tried first: "rank" alone, or "flat" (the one whose top
     lands level with a neighbour's floor, then one whose top meets some floor), or
     "pair" (as "flat", then one whose same-size neighbour in time sits at this level).
@@ -30,6 +34,7 @@ class Strategy(NamedTuple):
     order: str
     fit: str
     pick: str
+    seed: int = 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -60,19 +65,22 @@ class Problem:
         self.grain = math.gcd(*self.size) if self.size else 1   # offsets are multiples
         self.partners = end_to_end_partners(items)
         self.twin_before = earlier_twins(items)
-        self._ranks: dict[str, list[int]] = {}
+        self._ranks: dict[tuple[str, int], list[int]] = {}
 
-    def ranks(self, order: str) -> list[int]:
-        """rank[i]: position of buffer i in the static preorder (smaller goes first)."""
-        if order not in self._ranks:
+    def ranks(self, order: str, seed: int = 0) -> list[int]:
+        """rank[i]: position of buffer i in the static preorder (smaller goes first);
+        ties broken by index, or by a random key fixed by `seed` (not 0)."""
+        if (order, seed) not in self._ranks:
             keys = [self._rank_field(c) for c in order]
+            rng = random.Random(seed)
+            tie = [rng.random() for _ in self.items] if seed else list(range(len(self.items)))
             by = sorted(range(len(self.items)),
-                        key=lambda i: tuple(-k(i) for k in keys) + (i,))
+                        key=lambda i: tuple(-k(i) for k in keys) + (tie[i], i))
             rank = [0] * len(by)
             for r, i in enumerate(by):
                 rank[i] = r
-            self._ranks[order] = rank
-        return self._ranks[order]
+            self._ranks[(order, seed)] = rank
+        return self._ranks[(order, seed)]
 
     def _rank_field(self, c: str):
         """One letter of a `Strategy.order`, as a function of the buffer index."""
@@ -147,7 +155,7 @@ class State:
         self.size, self.lo, self.hi, self.grain = p.size, p.lo, p.hi, p.grain
         self.overlaps, self.partners, self.twin_before = p.overlaps, p.partners, p.twin_before
         self.members, self.last = p.members, p.n_sections - 1
-        self.rank = p.ranks(strategy.order)
+        self.rank = p.ranks(strategy.order, strategy.seed)
         self.off = [-1] * len(p.items)
         self.minoff = [0] * len(p.items)
         self.floor = [0] * p.n_sections

@@ -12,7 +12,9 @@ runtime.py (the state machine), eviction.py (choosing the victims), heuristics.p
 scores), neighborhood.py (evicted neighbourhoods, e*), allocator.py (the arenas, Coop's
 partitioned one), inplace.py (Coop's recomputable in-place), record.py (what a run did),
 executor.py (the two modes), checkpoint.py (static baselines), trace.py (the DTR
-simulator's log format). Sweeps over budgets are an
+simulator's log format), storages.py (the DTR authors' simulator's rules, over storages:
+`DTROptions.simrd()`), tracegen.py (synthetic training traces), portfolio.py (choosing the
+option set by simulation: the cheapest of several). Sweeps over budgets are an
 experiment: `minigraph.experiments.dtr`.
 """
 
@@ -37,6 +39,7 @@ from .checkpoint import (
 from .executor import ArrayBackend, DTRExecutor, simulate
 from .heuristics import HEURISTICS, Heuristic, TensorView, get_heuristic, register_heuristic
 from .options import DTROptionError, DTROptions
+from .portfolio import PortfolioExecutor, replay_best, simulate_best
 from .program import (
     OpSpec,
     Program,
@@ -47,7 +50,9 @@ from .program import (
 )
 from .record import DTRTrace
 from .runtime import DTRError, DTRRuntime
+from .storages import SIMRD_SCORES, SimrdRuntime, run_program
 from .trace import TraceError, parse_trace, replay_trace, write_trace
+from .tracegen import generated_trace
 
 __all__ = [
     "ALLOCATORS", "CHEAP_DENSITY", "DTRArena", "FirstFitArena", "IdealArena",
@@ -56,5 +61,7 @@ __all__ = [
     "HEURISTICS", "Heuristic", "TensorView", "get_heuristic", "register_heuristic", "Bounds",
     "DTROptionError", "DTROptions", "OpSpec", "Program", "TensorSpec", "budget_bounds",
     "node_costs", "program_from_graph", "DTRError", "DTRRuntime", "DTRTrace",
-    "TraceError", "parse_trace", "replay_trace", "write_trace",
+    "TraceError", "parse_trace", "replay_trace", "write_trace", "SIMRD_SCORES",
+    "SimrdRuntime", "run_program", "generated_trace", "PortfolioExecutor", "replay_best",
+    "simulate_best",
 ]

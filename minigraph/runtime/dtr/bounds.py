@@ -55,7 +55,8 @@ class Bounds:
 
     def arena_budget(self, ratio: float, ratio_of: str = "total") -> int:
         """Arena bytes for a budget `ratio` of the total peak (the DTR paper's definition:
-        ratio x total - external) or, with `ratio_of="arena"`, of the arena peak."""
+        ratio x total - external) or, with `ratio_of="arena"`, of the arena peak
+        (`resolve_budget` also takes "baseline")."""
         if ratio_of == "total":
             return int(ratio * self.total) - self.external
         if ratio_of == "arena":
@@ -118,14 +119,25 @@ def program_bounds(p: Program) -> tuple[Bounds, list[list[int]], list[int]]:
 
 
 def _pinned_total(p: Program) -> int:
-    """Arena bytes that can never be evicted (outputs of stateful ops)."""
+    """Arena bytes that can never be evicted (outputs of stateful ops, a trace's constants)."""
     return sum(t.size for k, t in enumerate(p.tensors) if p.arena[k] and not p.replayable[k])
+
+
+def _pinned_before(p: Program) -> list[int]:
+    """Per op: the never-evicted arena bytes made by it and the ops before it (a trace's
+    constant is there only from its own line)."""
+    out, total = [], 0
+    for op in p.ops:
+        total += sum(p.tensors[o].size for o in op.outputs if p.arena[o] and
+                     not p.replayable[o])
+        out.append(total)
+    return out
 
 
 def _op_bounds(p: Program) -> tuple[int, int, list[list[int]], list[int]]:
     """lower and safe over the ops, each op's input order, and R per op."""
     arena, size, replayable = p.arena, [t.size for t in p.tensors], p.replayable
-    pinned_total = _pinned_total(p)
+    pinned_before = _pinned_before(p)
     R = [0] * len(p.ops)
     lower = safe = 0
     order = []
@@ -145,8 +157,9 @@ def _op_bounds(p: Program) -> tuple[int, int, list[list[int]], list[int]]:
             prefix += size[i]
         R[k] = need
         own_pinned = sum(size[t] for t in ins + outs if not replayable[t])
-        lower = max(lower, fp + pinned_total - own_pinned)
-        safe = max(safe, need + pinned_total - own_pinned)
+        pinned = pinned_before[k]
+        lower = max(lower, fp + pinned - own_pinned)
+        safe = max(safe, need + pinned - own_pinned)
     return lower, safe, order, R
 
 

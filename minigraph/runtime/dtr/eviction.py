@@ -8,7 +8,7 @@ tensors to evict. The rules, in the order they apply:
   outputs of the running op) are offered, flagged, but never taken.
 * **dead first**: a dead tensor (its last reader ran) kept resident after a
   rematerialisation goes before any live one (`DTROptions.dead_first`; the DTR authors'
-  simulator scores it like the others [Kirisame 2021]).
+  simulator scores it like the others, under rules of its own: storages.py).
 * **protected last**: the inputs that waiting ops still need are offered only when
   nothing else can go (evicting one only to fetch it back is the first step of thrashing).
 * **sampling**: with `sample`, a seeded random sample of the candidates first, the whole
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .bounds import RES
-from .heuristics import TensorView
+from .heuristics import TensorView, dtr, dtr_live, dtr_local
 from .neighborhood import (
     DSU,
     evicted_ancestors,
@@ -75,6 +75,8 @@ def lowest_score(rt: Any, candidates: list[TensorView], need: int) -> TensorView
     if h.window:
         size, cost = rt.size, h.score
         score = lambda v, now: cost(v, now) / size[v.index]   # noqa: E731
+    elif score in BOUNDED:
+        return _lowest_bounded(free, score, now)
     best, best_s = None, math.inf
     for v in candidates:
         if pins[v.index]:
@@ -82,6 +84,33 @@ def lowest_score(rt: Any, candidates: list[TensorView], need: int) -> TensorView
         s = score(v, now)
         if best is None or s < best_s:
             best, best_s = v, s
+    return best
+
+
+# Scores known to be >= dtr_local's c0 / (size x staleness), exactly (float division is
+# monotone and their evicted-neighbourhood term is >= 0)
+BOUNDED = (dtr, dtr_live)
+
+
+def _lowest_bounded(free: list[TensorView], score: Any, now: float) -> TensorView | None:
+    """`lowest_score` for a score bounded below by `dtr_local`: the candidates in the order
+    of that cheap bound, each scored only while its bound could still beat (or tie
+    earlier than) the best so far. The same choice as scanning them all (the lowest
+    score, the first on ties), without searching the evicted neighbourhood of most: on a
+    long run that search, not the scan, is what costs."""
+    bound = [dtr_local(v, now) for v in free]
+    if not all(math.isfinite(b) for b in bound):
+        bound = [0.0] * len(free)                  # no pruning
+    best, best_s, best_k = None, math.inf, -1
+    for k in sorted(range(len(free)), key=bound.__getitem__):
+        b = bound[k]
+        if best is not None and (b > best_s or b == best_s and k > best_k):
+            if b > best_s:
+                break
+            continue
+        s = score(free[k], now)
+        if best is None or s < best_s or s == best_s and k < best_k:
+            best, best_s, best_k = free[k], s, k
     return best
 
 

@@ -29,6 +29,7 @@ from .options import DTROptionError, DTROptions, dtr_options
 from .program import CostSpec, Program, as_program, resolve_budget
 from .record import DTRTrace
 from .runtime import DTRRuntime
+from .storages import run_program
 
 
 class _ArenaContext(KernelContext):
@@ -170,7 +171,7 @@ def simulate(source: Graph | Program, budget: int | None = None, *,
     `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`."""
     program = as_program(source, schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
-    return DTRRuntime(program, b, options=dtr_options(options, **keywords)).run()
+    return run_program(program, b, dtr_options(options, **keywords))
 
 
 class DTRExecutor:

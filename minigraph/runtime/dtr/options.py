@@ -17,8 +17,9 @@ from .allocator import ALLOCATORS, partition_threshold
 from .heuristics import DTROptionError, get_heuristic
 
 DEFRAG_MODES = ("first", "last-resort", "never")
+RULES = ("minigraph", "simrd")
 
-__all__ = ["DEFRAG_MODES", "DTROptionError", "DTROptions", "dtr_options"]
+__all__ = ["DEFRAG_MODES", "RULES", "DTROptionError", "DTROptions", "dtr_options"]
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,9 @@ class DTROptions:
     "first" compacts at once, as MegEngine does [MegEngine 2021] (since v1.7 "defrag is on
     by default"); "last-resort" evicts by the heuristic and compacts only when nothing is
     left to evict; "never" only evicts. `dead_first`: a dead tensor kept after a
-    rematerialisation is evicted before any live one; False scores it like any other, as
-    the DTR authors' simulator does [Kirisame 2021]. `sample`: False, True for ~sqrt(N)
+    rematerialisation is evicted before any live one; False scores it like any other
+    (so does the DTR authors' simulator [Kirisame 2021], whose other rules differ too:
+    `DTROptions.simrd()`). `sample`: False, True for ~sqrt(N)
     candidates at seeded random strides, or a count; `seed` seeds it. `thrash_limit`: stop
     with ThrashError when rematerialisation costs more than this many times the base
     cost. `timeline`: record (clock, bytes in use) after every op. `select`: a function
@@ -42,7 +44,9 @@ class DTROptions:
     per byte) places cheap tensors from the bottom of the arena and the others from the
     top (allocator.py); `recomputable_inplace` lets an in-place capable op write its
     output over an input it is the last reader of, the input becoming evicted but
-    recomputable (inplace.py).
+    recomputable (inplace.py). `rules`: "minigraph" (runtime.py) or "simrd", the DTR
+    authors' simulator's rules over storages (storages.py; traces only; the options
+    above that simrd has no counterpart for are ignored): `DTROptions.simrd()`.
     """
     heuristic: Any = "dtr"
     heuristic_args: Mapping[str, Any] | None = None
@@ -56,6 +60,17 @@ class DTROptions:
     select: Callable[[list, int], Any] | None = None
     partition: bool | float = False
     recomputable_inplace: bool = False
+    rules: str = "minigraph"
+
+    @classmethod
+    def simrd(cls, heuristic: str = "dtr", **keywords: Any) -> DTROptions:
+        """The option set that replays a trace as the DTR authors' simulator does
+        (simrd's RuntimeV2EagerOptimized [Kirisame 2021]; storages.py lists its rules):
+        `heuristic` one of dtr, dtr-eqclass, dtr-local, lru, msps, size, scored as simrd
+        scores them; no memory addresses, no dead-first rule."""
+        base = dict(heuristic=heuristic, rules="simrd", allocator="ideal",
+                    dead_first=False, timeline=False)
+        return cls(**{**base, **_checked(keywords)})
 
     def __post_init__(self) -> None:
         get_heuristic(self.heuristic)       # DTROptionError naming the known ones
@@ -72,6 +87,9 @@ class DTROptions:
         if partition_threshold(self.partition) is not None and self.allocator != "first-fit":
             raise DTROptionError(f"partition places tensors by address: it needs "
                                  f"allocator='first-fit', not {self.allocator!r}")
+        if self.rules not in RULES:
+            raise DTROptionError(f"rules must be one of {', '.join(RULES)}, not "
+                                 f"{self.rules!r}")
         if not isinstance(self.recomputable_inplace, bool):
             raise DTROptionError(f"recomputable_inplace must be True or False, not "
                                  f"{self.recomputable_inplace!r}")

@@ -24,6 +24,9 @@ first-fit allocator: the highest address a no-evict run reaches, workspace inclu
 the sum of live bytes, which ignores fragmentation; that one is `Bounds.live`). Ratio 1.0
 therefore never evicts. `ratio_of="arena"` takes the ratio of the arena peak alone
 (activations, gradients, workspace): `arena budget = ratio * arena peak`.
+`ratio_of="baseline"` is the DTR authors' simulator's [Kirisame 2021]: ratio x (external +
+live bytes of the unbudgeted run); a trace's constants are in its arena (trace.py), and
+`replay_trace` uses this one by default.
 """
 
 from __future__ import annotations
@@ -119,6 +122,11 @@ class Program:
         self.base_cost = float(sum(self.ops[k].cost for s, k in self.steps if s == "call"))
         self.calls = sum(1 for s, _ in self.steps if s == "call")
         self._bounds: Bounds | None = None
+        # a trace's storages (the tensor each view aliases, else itself) and simrd's
+        # end-of-run order (parse_trace sets both; a graph's program has neither)
+        self.storage: list[int] | None = None
+        self.pin_order: list[int] = []
+        self.baseline_peak: int | None = None   # simrd's unbudgeted peak (a trace's)
         self.order: list[list[int]] = []
         self.get_order: list[int] = []
 
@@ -276,15 +284,22 @@ def budget_bounds(graph: Graph | Program, schedule: Sequence[str] | None = None,
 def resolve_budget(program: Program, budget: int | None, ratio: float | None,
                    ratio_of: str = "total") -> int:
     """Arena bytes from exactly one of `budget` (bytes of arena) or `ratio`: of the total
-    peak (external + arena peak, the DTR paper's definition; the default) or, with
-    `ratio_of="arena"`, of the arena peak alone. Raises BudgetError when the ratio leaves
-    no arena at all (the external bytes alone exceed it)."""
+    peak (external + arena peak, the DTR paper's definition; the default), with
+    `ratio_of="arena"` of the arena peak alone, with `ratio_of="baseline"` of the DTR
+    authors' simulator's baseline peak (a trace's `baseline_peak`: live bytes of the
+    unbudgeted run, constants included; else external + `Bounds.live`). Raises
+    BudgetError when the ratio leaves no arena at all (the external bytes alone exceed
+    it)."""
     if (budget is None) == (ratio is None):
         raise BudgetError("give exactly one of budget= (bytes) or ratio= (of the peak)")
     if ratio is not None:
         ratio = budget_ratio(ratio)
         b = program.bounds()
-        arena = b.arena_budget(ratio, ratio_of)
+        if ratio_of == "baseline":
+            base = program.baseline_peak
+            arena = int(ratio * (b.live + b.external if base is None else base)) - b.external
+        else:
+            arena = b.arena_budget(ratio, ratio_of)
         if arena < 0:
             raise BudgetError(
                 f"{ratio:g} x the total peak {b.total:,} B of {program.name} is below its "

@@ -45,7 +45,7 @@ from .bounds import EVI, EXT, FREED, NEW, RES, STATE_NAMES, budget_bytes, check_
 from .eviction import Candidates, ScoreInputs, choose_victims, lowest_score
 from .heuristics import Heuristic, TensorView, get_heuristic
 from .inplace import follow, overwritten, take_inputs
-from .options import DTROptions, dtr_options
+from .options import DTROptionError, DTROptions, dtr_options
 from .program import Program
 from .record import DTRTrace
 
@@ -70,6 +70,8 @@ class DTRRuntime:
         if heuristic is not None:
             keywords["heuristic"] = heuristic
         self.options = o = dtr_options(options, **keywords)
+        if o.rules != "minigraph":
+            raise DTROptionError(f"DTRRuntime runs rules='minigraph'; run_program runs {o.rules!r}")
         self.program, self.budget, self.backend = program, budget_bytes(budget), backend
         self.heuristic: Heuristic = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
         self.arena = make_arena(o.allocator, o.partition, self.budget, program)

@@ -20,8 +20,17 @@ Replay follows simrd's parser: lines before ANNOTATE START are skipped (if there
 a MUTATE is run out of place (new versions of the mutated arguments, the old ones released);
 an ALIAS result shares its argument's storage (it has no bytes of its own and reading it
 needs that storage resident); tensors still referenced at the end are outputs, made
-resident at the end (simrd's REMATERIALIZE condition). Budget semantics are ours:
-CONSTANTs are outside the budget (like parameters), everything an op makes is inside.
+resident at the end (simrd's REMATERIALIZE condition).
+
+Budget semantics are the authors' by default (`constants="inside"`): a CONSTANT is an op
+of cost 0 at its own line whose output is pinned in the arena from then on (a RELEASE
+does not free it), so a constant appearing mid-run is present only from its line; a
+MUTATE of a constant makes a new, evictable tensor of the constant's bytes inside the
+budget; `replay_trace(log, ratio=r)` gives the arena r x the baseline peak (the live
+bytes of a run without eviction, constants included: simrd's `max_memory` of its
+unbudgeted run, `ratio_of="baseline"`). `constants="outside"` is the old reading:
+constants are 0-byte tensors outside the arena and the ratio is of the first-fit arena
+peak (`ratio_of="total"`).
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from ...memory.buffers import align_up
 from .options import DTROptions, dtr_options
 from .program import CostSpec, OpSpec, Program, TensorSpec, node_costs, resolve_budget
 from .record import DTRTrace
-from .runtime import DTRRuntime
+from .storages import run_program
 
 
 class TraceError(GraphError):
@@ -91,25 +100,38 @@ def _lines(source: Any) -> tuple[str, list[tuple[int, dict]]]:
     return where, out
 
 
+CONSTANTS = ("inside", "outside")
+
+
 def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
-                outputs: str = "rematerialize") -> Program:
+                outputs: str = "rematerialize", constants: str = "inside") -> Program:
     """A `Program` from a DTR simulator trace (a path, the text, a file, or lines/dicts).
 
     `outputs`: "rematerialize" (tensors referenced at the end are made resident at the
-    end, as simrd does by default) or "ignore"."""
+    end, as simrd does by default) or "ignore". `constants`: "inside" (the authors'
+    budget: a constant is pinned in the arena from its line on) or "outside" (0 bytes,
+    outside the arena). The program also records each tensor's storage (`storage`: the
+    tensor a view aliases, else itself) and simrd's end-of-run order (`pin_order`)."""
     if outputs not in ("rematerialize", "ignore"):
         raise TraceError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
+    if constants not in CONSTANTS:
+        raise TraceError(f"constants must be 'inside' or 'outside', not {constants!r}")
     where, lines = _lines(source)
     starts = [k for k, (_, j) in enumerate(lines) if j["INSTRUCTION"] == "ANNOTATE"
               and j.get("ANNOTATION") == "START"]
-    reader = _TraceReader(lines[starts[0] + 1:] if starts else lines, alignment)
+    reader = _TraceReader(lines[starts[0] + 1:] if starts else lines, alignment,
+                          constants == "inside")
     try:
         reader.read()
     except TraceError as e:
         raise TraceError(f"{where} line {reader.line}: {e}") from None
     if outputs == "rematerialize":
         reader.get_outputs()
-    return Program(reader.tensors, reader.ops, reader.steps, name)
+    program = Program(reader.tensors, reader.ops, reader.steps, name)
+    program.storage = list(reader.root)
+    program.pin_order = reader.pin_order() if outputs == "rematerialize" else []
+    program.baseline_peak = reader.baseline_peak()
+    return program
 
 
 class _TraceReader:
@@ -117,7 +139,8 @@ class _TraceReader:
     each tensor's references (`refs`) and the storage it lives in (`root`: itself, or
     the tensor it aliases)."""
 
-    def __init__(self, lines: list[tuple[int, dict]], alignment: int):
+    def __init__(self, lines: list[tuple[int, dict]], alignment: int, inside: bool = True):
+        self.inside = inside
         self.numbers = [n for n, _ in lines]
         self.lines = [j for _, j in lines]
         self.alignment, self.k, self.line = alignment, 0, 0
@@ -126,6 +149,9 @@ class _TraceReader:
         self.steps: list[tuple[str, int]] = []
         self.binding: dict[str, int] = {}        # live name -> tensor index
         self.refs: list[int] = []                # references to each tensor
+        self.own: list[int] = []                 # the same without its views' (simrd's _ref)
+        self.names: dict[str, int] = {}          # every name ever bound (simrd's tensor_map)
+        self.const_frees: list[tuple[int, int]] = []   # (step, constant) released there
         self.root: list[int] = []                # storage owner
         self.role = "forward"
 
@@ -136,9 +162,7 @@ class _TraceReader:
             self.k += 1
             ins = j["INSTRUCTION"]
             if ins == "CONSTANT":
-                name = _name(j, "NAME")
-                self.number(self.pop("MEMORY", name), "MEMORY", int)
-                self.binding[name] = self.new_tensor(name, 0, True, -1, None)
+                self.constant(_name(j, "NAME"))
             elif ins == "CALL":
                 self.call(j)
             elif ins == "MUTATE":
@@ -147,8 +171,9 @@ class _TraceReader:
                 src = self.need(_name(j, "SRC"), ins)
                 dst = _name(j, "DST")
                 old = self.need(dst, ins) if ins == "COPY_FROM" else None
-                self.binding[dst] = src
+                self.bind(dst, src)
                 self.refs[src] += 1
+                self.own[src] += 1
                 if old is not None:
                     self.release(old)
             elif ins == "RELEASE":
@@ -180,7 +205,7 @@ class _TraceReader:
                 t = self.new_tensor(r, 0, True, idx, self.root[args[alias]])
             else:
                 t = self.new_tensor(r, align_up(mem, self.alignment), mem == 0, idx, None)
-            self.binding[r] = t
+            self.bind(r, t)
             outs.append(t)
         self.add_op(j, args, outs, cost)
 
@@ -203,7 +228,7 @@ class _TraceReader:
             olds.append((names[m], old))
         self.add_op(j, args, outs, cost)
         for (nm, old), t in zip(olds, outs):
-            self.binding[nm] = t
+            self.bind(nm, t)
             self.release(old)
 
     def add_op(self, j: dict, args: list[int], outs: list[int], cost: float) -> None:
@@ -213,29 +238,80 @@ class _TraceReader:
                                self.role))
         self.steps.append(("call", idx))
 
+    def constant(self, name: str) -> None:
+        """A CONSTANT and its MEMORY line: inside, an op of cost 0 at this line whose
+        output can never be evicted; outside, a 0-byte tensor given from the start."""
+        mem = self.number(self.pop("MEMORY", name), "MEMORY", int)
+        if name in self.binding:
+            raise TraceError(f"CONSTANT {name!r} already exists")
+        if not self.inside:
+            self.bind(name, self.new_tensor(name, 0, True, -1, None))
+            return
+        idx = len(self.ops)
+        t = self.new_tensor(name, align_up(mem, self.alignment), mem == 0, idx, None,
+                            "constant")
+        self.ops.append(OpSpec(f"constant#{idx}", (), (t,), 0.0, 0, False, (), (), None,
+                               self.role))
+        self.steps.append(("call", idx))
+        self.bind(name, t)
+
+    def bind(self, nm: str, t: int) -> None:
+        self.binding[nm] = t
+        self.names[nm] = t
+
     def get_outputs(self) -> None:
         """Tensors still referenced at the end are made resident then (simrd's default)."""
         for t in sorted({self.root[t] for t in self.binding.values()}):
-            if not self.tensors[t].external and self.refs[t] > 0:
+            if not self.tensors[t].external and self.refs[t] > 0 and \
+                    self.tensors[t].kind != "constant":
                 self.steps.append(("get", t))
+
+    def baseline_peak(self) -> int:
+        """simrd's baseline peak (`max_memory` of RuntimeV1 with no budget): the live bytes
+        after each op, every storage freed when its last reference goes, constants
+        included (and freed at their release, although a budgeted run pins them)."""
+        frees: dict[int, list[int]] = {}
+        for at, t in self.const_frees:
+            frees.setdefault(at, []).append(t)
+        live = best = 0
+        size = [t.size for t in self.tensors]
+        for k, (kind, x) in enumerate(self.steps + [("end", -1)]):
+            for t in frees.get(k, ()):
+                live -= size[t]
+            if kind == "call":
+                live += sum(size[o] for o in self.ops[x].outputs)
+                best = max(best, live)
+            elif kind == "release":
+                live -= size[x]
+        return best
+
+    def pin_order(self) -> list[int]:
+        """simrd's outputs: every name's tensor still referenced, in the order the names
+        were first bound (views themselves, not their storage)."""
+        return [t for t in self.names.values() if self.own[t] > 0]
 
     # helpers ------------------------------------------------------------------------------
     def new_tensor(self, nm: str, size: int, external: bool, producer: int,
-                   r: int | None) -> int:
+                   r: int | None, kind: str = "trace") -> int:
         t = len(self.tensors)
-        self.tensors.append(TensorSpec(nm, size, external, producer, "trace"))
+        self.tensors.append(TensorSpec(nm, size, external, producer, kind))
         self.refs.append(1)
+        self.own.append(1)
         self.root.append(t if r is None else r)
         if r is not None:
             self.refs[r] += 1                # an alias keeps its storage alive
         return t
 
-    def release(self, t: int) -> None:
+    def release(self, t: int, own: bool = True) -> None:
         self.refs[t] -= 1
+        self.own[t] -= own
         if self.refs[t] == 0:
-            self.steps.append(("release", t))
+            if self.tensors[t].kind != "constant":      # pinned to the end, as in simrd
+                self.steps.append(("release", t))
+            else:                        # ... but freed in simrd's unbudgeted baseline run
+                self.const_frees.append((len(self.steps), t))
             if self.root[t] != t:
-                self.release(self.root[t])
+                self.release(self.root[t], own=False)
         elif self.refs[t] < 0:
             raise TraceError(f"tensor {self.tensors[t].name} released more often than "
                              f"referenced")
@@ -310,15 +386,21 @@ def _names(j: dict, key: str) -> list[str]:
 
 
 def replay_trace(source: Any, budget: int | None = None, *, ratio: float | None = None,
-                 ratio_of: str = "total", alignment: int = 1,
+                 ratio_of: str = "baseline", alignment: int = 1, constants: str = "inside",
                  options: DTROptions | None = None, **keywords: Any) -> DTRTrace:
-    """Replay a DTR simulator trace in simulated mode; returns the `DTRTrace`. `ratio`
-    is of the total peak (the trace's constants + arena peak) or, `ratio_of="arena"`,
-    of the arena peak. `alignment` rounds the trace's sizes; `options` (or their fields
-    as keywords) as for `simulate`."""
-    program = source if isinstance(source, Program) else parse_trace(source, alignment)
+    """Replay a DTR simulator trace in simulated mode; returns the `DTRTrace`.
+
+    By default the budget is the DTR authors' [Kirisame 2021]: the constants are in the
+    arena (pinned from their line on) and `ratio` is of the baseline peak, the live bytes
+    of a run without eviction, constants included (`ratio_of="baseline"`); a `budget` in
+    bytes includes the constants too. The old reading: `constants="outside"` (0-byte
+    constants outside the arena) with `ratio_of="total"` (of the first-fit arena peak)
+    or "arena". `alignment` rounds the trace's sizes; `options` (or their fields as
+    keywords) as for `simulate`; `DTROptions.simrd()` replays it with simrd's rules."""
+    program = source if isinstance(source, Program) else \
+        parse_trace(source, alignment, constants=constants)
     b = resolve_budget(program, budget, ratio, ratio_of)
-    return DTRRuntime(program, b, options=dtr_options(options, **keywords)).run()
+    return run_program(program, b, dtr_options(options, **keywords))
 
 
 def write_trace(graph: Graph, dest: Any = None, *, costs: CostSpec = "flops",

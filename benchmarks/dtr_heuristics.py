@@ -1,0 +1,196 @@
+"""Our default DTR and the portfolio against the best of the DTR authors' four heuristics.
+
+    git clone https://github.com/uwsampl/dtr-prototype /tmp/dtr-prototype
+    pip install attrs
+    python benchmarks/dtr_heuristics.py --simrd /tmp/dtr-prototype/simrd [--quick]
+
+For each trace (the generated ones of `minigraph.runtime.dtr.tracegen`, which exercise
+views, multi-output ops, mutation and constants, and the zoo models of `benchmarks/dtr.py`
+written with `write_trace`: FLOP costs as TIME) and each ratio 0.9 .. 0.2, the trace is
+replayed:
+
+* in simrd as its `eval/pareto/run.py` runs a log: `RuntimeV2EagerOptimized` with each of
+  DTR, DTREqClass, LRU and MSPS, budget = ratio x the peak of its unbudgeted run
+  (constants included), overhead limit 2.0;
+* in minigraph by `replay_trace` at its default budget definition (the authors': the
+  same bytes), with the default options (`dtr`) and with the portfolio
+  (`portfolio.replay_best`: the cheapest of `portfolio.CANDIDATES`, among them simrd's
+  four as simrd runs them, `DTROptions.simrd`), both stopped at the same 2.0.
+
+Every cell is total compute / base compute (simrd: clock - 1, its clock starts at 1);
+`thrash`: stopped at 2.0; `OOM`: simrd found nothing left to evict; `below`: under our
+smallest feasible budget. `*` marks a cell of ours above the best of simrd's four. simrd is
+not part of this repository; without it the script says how to get it and exits with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import math
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from dtr import FULL, QUICK  # noqa: E402
+
+from minigraph.errors import BudgetError, ThrashError  # noqa: E402
+from minigraph.models import get_model  # noqa: E402
+from minigraph.runtime.dtr.portfolio import CANDIDATES, replay_best, trace_arena  # noqa: E402
+from minigraph.runtime.dtr.trace import parse_trace, replay_trace, write_trace  # noqa: E402
+from minigraph.runtime.dtr.tracegen import GENERATED, generated_trace  # noqa: E402
+
+RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)
+SIMRD = ("DTR", "DTREqClass", "LRU", "MSPS")
+OVERHEAD_LIMIT = 2.0           # simrd's evaluation: remat_limit = base x (2.0 - 1)
+
+
+def load_simrd(path: str | None):
+    """simrd's parser, runtimes and heuristics, or None when it cannot be imported."""
+    if path:
+        sys.path.insert(0, str(Path(path).resolve()))
+    try:
+        parse = importlib.import_module("simrd.parse")
+        runtime = importlib.import_module("simrd.runtime")
+        heuristic = importlib.import_module("simrd.heuristic")
+    except ImportError as e:
+        print(f"simrd not importable ({e}).\n{__doc__}")
+        return None
+    return parse.parse_file, runtime, heuristic
+
+
+def deep(fn, *args):
+    """simrd rematerialises by recursion: run it in a thread with a deep stack."""
+    sys.setrecursionlimit(10**6)
+    threading.stack_size(512 * 2**20)
+    box: dict = {}
+
+    def run():
+        try:
+            box["r"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 -- handed back to the caller
+            box["e"] = e
+
+    th = threading.Thread(target=run)
+    th.start()
+    th.join()
+    if "e" in box:
+        raise box["e"]
+    return box["r"]
+
+
+class SimrdTrace:
+    """One trace in simrd: its baseline (peak with constants, compute) and budgeted runs."""
+
+    def __init__(self, simrd, text: str):
+        self.simrd = simrd
+        parse_file, rt_mod, h_mod = simrd
+        self.callback = parse_file(io.StringIO(text), start=True).get_closure()
+        rt = rt_mod.RuntimeV1(math.inf, h_mod.Heuristic(), stats=False, trace=False)
+        deep(self.callback, rt)
+        self.peak = rt.telemetry.summary["max_memory"]
+        self.base = rt.telemetry.summary["model_compute"]
+
+    def overhead(self, ratio: float, heuristic: str) -> float | str:
+        _, rt_mod, h_mod = self.simrd
+        rt = rt_mod.RuntimeV2EagerOptimized(
+            int(self.peak * ratio), getattr(h_mod, heuristic)(),
+            remat_limit=self.base * (OVERHEAD_LIMIT - 1), trace=False, stats=False)
+        try:
+            deep(self.callback, rt)
+        except MemoryError:
+            return "OOM"
+        except rt_mod.RematExceededError:
+            return "thrash"
+        return (rt.clock - 1) / self.base
+
+
+def ours(run, *args, **kw) -> tuple[float | str, str]:
+    """run(*args, **kw)'s (overhead or why not, the winning candidate's label if a
+    portfolio)."""
+    try:
+        r = run(*args, **kw)
+    except ThrashError:
+        return "thrash", ""
+    except BudgetError:
+        return "below", ""
+    if hasattr(r, "trace"):
+        return r.trace.overhead, r.label
+    return r.overhead, ""
+
+
+def fmt(x: float | str, best: float) -> str:
+    if isinstance(x, str):
+        return x + (" *" if best < math.inf else "")
+    return f"{x:.3f}" + (" *" if x > best + 1e-9 else "")
+
+
+def traces(quick: bool) -> list[tuple[str, str]]:
+    """(label, trace text): the generated traces (views, multi-output ops, MUTATE,
+    constants: `tracegen.GENERATED`), then the zoo models written by `write_trace`."""
+    gen = GENERATED[::2] if quick else GENERATED
+    out = [(f"generated {f} {n}", "\n".join(generated_trace(f, n)) + "\n") for f, n in gen]
+    for label, name, kw in (QUICK if quick else FULL):
+        model = get_model(name, **kw)
+        out.append((label, "\n".join(write_trace(model.graph)) + "\n"))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--simrd", default=os.environ.get("SIMRD_PATH"),
+                    help="the simrd folder of a dtr-prototype checkout (or $SIMRD_PATH)")
+    ap.add_argument("--quick", action="store_true", help="smaller models, fewer ratios")
+    args = ap.parse_args()
+    simrd = load_simrd(args.simrd)
+    if simrd is None:
+        return 2
+    ratios = RATIOS[1::2] if args.quick else RATIOS
+    limit = {"thrash_limit": OVERHEAD_LIMIT - 1}
+    above = {"dtr": 0, "portfolio": 0}
+    cells = 0
+    t0 = time.process_time()
+    print("every cell: total compute / base compute; * = above the best of simrd's four; "
+          f"portfolio candidates: {', '.join(label for label, _ in CANDIDATES)}")
+    for label, text in traces(args.quick):
+        sim = SimrdTrace(simrd, text)
+        program = parse_trace(text, 1, name=label)
+        print(f"\n### {label}\n")
+        print(f"simrd baseline peak {sim.peak:,} B (constants included), base compute "
+              f"{sim.base:,.0f}\n")
+        head = ["ratio", "simrd budget (B)", "ours (B)", *(f"simrd {h}" for h in SIMRD),
+                "best simrd",
+                "ours dtr", "portfolio", "portfolio's choice"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---:|" * len(head))
+        for r in ratios:
+            theirs = [sim.overhead(r, h) for h in SIMRD]
+            best = min((x for x in theirs if not isinstance(x, str)), default=math.inf)
+            try:
+                arena = f"{trace_arena(program, ratio=r):,}"
+            except BudgetError:
+                arena = "below"
+            dtr, _ = ours(replay_trace, program, ratio=r, **limit)
+            port, won = ours(replay_best, program, ratio=r, **limit)
+            for name, x in (("dtr", dtr), ("portfolio", port)):
+                above[name] += isinstance(x, str) and best < math.inf or \
+                    not isinstance(x, str) and x > best + 1e-9
+            cells += 1
+            row = [f"{r:.1f}", f"{int(sim.peak * r):,}", arena, *(fmt(x, math.inf) for x in theirs),
+                   fmt(best, math.inf) if best < math.inf else "-",
+                   fmt(dtr, best), fmt(port, best), won]
+            print("| " + " | ".join(row) + " |", flush=True)
+    print(f"\ncells above the best of simrd's four: ours dtr {above['dtr']} of {cells}, "
+          f"portfolio {above['portfolio']} of {cells} ({time.process_time() - t0:.0f} s CPU)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Models written in PyTorch, imported with `from_torch`: planned bytes per technique, and
+PyTorch's own measured peak for the same step where a GPU is there to measure it.
+
+    python benchmarks/from_torch.py           # ResNet-18 (224 px, width 64) and GPT-2 small's block
+    python benchmarks/from_torch.py --quick   # the small configurations the tests use
+
+For each model: the imported training graph (forward and backward from PyTorch's joint
+graph [Ansel 2024], plus the SGD update), what the import kept and lost, then one row per
+technique of the tour's table (`minigraph.experiments.techniques.technique_rows`: no
+reuse, in-place, refcount [Chen 2016], colouring, GE [Huawei GE], best-fit
+[Sekiyama 2018], greedy by size [Pisarchyk 2020], the searching planners with a time
+limit, every plan validated) and DTR [Kirisame 2021] in simulated mode at a few budgets
+(fractions of the total no-rematerialisation peak, as the DTR paper). Bytes are those of the planned
+tensors (activations and gradients, 512-byte alignment); inputs, parameters and outputs
+are counted apart ("unplanned").
+
+PyTorch's peak: on CUDA, `torch.cuda.max_memory_allocated()` over one eager training step
+(forward, backward, SGD step) of the same module and batch [PyTorch CUDA], minus the bytes
+allocated before it (parameters and batch): the step's own bytes, the number to set beside
+the planned arena. On a machine with no GPU it is not measured, and the script says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from minigraph.experiments.techniques import dtr_row, technique_rows  # noqa: E402
+from minigraph.fromtorch import from_torch  # noqa: E402
+from minigraph.fromtorch.zoo import GPT2_SMALL, torch_model  # noqa: E402
+from minigraph.graph import fmt_bytes  # noqa: E402
+from minigraph.memory import MemoryOptions  # noqa: E402
+
+FULL = [("resnet18", {"batch": 8, "image": 224, "width": 64}),
+        ("gpt_block", dict(GPT2_SMALL))]
+QUICK = [("resnet18", {"batch": 2, "image": 32, "width": 8}),
+         ("gpt_block", {"batch": 1, "seq": 8, "d_model": 32, "heads": 2})]
+DTR_RATIOS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
+ALIGNMENT = 512
+
+
+def torch_peak(case) -> tuple[int, int] | None:
+    """(bytes allocated before the step, max allocated during it) for one eager training
+    step on CUDA; None when there is no GPU."""
+    import torch
+    if not torch.cuda.is_available():
+        return None
+    dev = torch.device("cuda")
+    module = case.module.to(dev)
+    inputs = [x.to(dev) for x in case.example_inputs]
+    targets = [y.to(dev) for y in case.targets]
+    opt = torch.optim.SGD(module.parameters(), lr=0.1)
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    loss = case.loss_fn(module(*inputs), *targets)
+    loss.backward()
+    opt.step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    opt.zero_grad(set_to_none=True)
+    return before, peak
+
+
+def bench(name: str, config: dict, time_limit: float) -> None:
+    case = torch_model(name, **config)
+    t0 = time.process_time()
+    model = from_torch(case.module, case.example_inputs, case.loss_fn, targets=case.targets,
+                       name=f"torch_{name}")
+    seconds = time.process_time() - t0
+    g = model.graph
+    opaque = sorted({aten for _, aten, _ in model.report.opaque})
+    print(f"### {name} {config}\n")
+    print(f"imported in {seconds:.2f} s CPU: {len(g)} nodes, {len(g.tensors)} tensors, "
+          f"{g.flops():,} FLOPs per step; opaque ops: "
+          f"{', '.join(opaque) if opaque else 'none (every op maps)'}\n")
+    print("```")
+    print(str(model.report).strip())
+    print("```\n")
+    rows = technique_rows(g, time_limit=time_limit, alignment=ALIGNMENT)
+    first = next(r.report for r in rows if r.report is not None)
+    print("| technique | planned bytes | planned | x minimum | CPU ms | note |")
+    print("|---|---:|---:|---:|---:|---|")
+    for r in rows:
+        rep = r.report
+        if rep is None:
+            print(f"| {r.label} | - | - | - | - | {r.note} |")
+            continue
+        floor = rep.theoretical_minimum
+        print(f"| {r.label} | {rep.arena_bytes:,} | {fmt_bytes(rep.arena_bytes)} | "
+              f"{rep.arena_bytes / floor if floor else 1:.3f} | {rep.seconds * 1000:.1f} | "
+              f"{(r.note or rep.plan.note)[:60]} |")
+    plain = next(r.report for r in rows if r.report and not r.options.inplace)
+    print(f"| theoretical minimum (no in-place) | {plain.theoretical_minimum:,} | "
+          f"{fmt_bytes(plain.theoretical_minimum)} | 1.000 | | largest bytes alive at once |")
+    opts = MemoryOptions(alignment=ALIGNMENT)
+    for ratio in DTR_RATIOS:
+        d = dtr_row(g, ratio, opts, plain.theoretical_minimum, first.no_reuse_bytes)
+        bytes_ = f"{d.bytes:,}" if d.status == "ok" else f"({d.bytes:,})"
+        print(f"| {d.label} (simulated) | {bytes_} | {fmt_bytes(d.bytes)} | "
+              f"{d.bytes / plain.theoretical_minimum:.3f} | {d.seconds * 1000:.1f} | "
+              f"{d.note[:60]} |")
+    print("\nx minimum: against the theoretical minimum that applies to the row (with in-place "
+          "for the rows with in-place). DTR's arena also holds each op's workspace, which the "
+          "static plans leave out; a DTR budget in parentheses is one it could not finish in.")
+    unplanned = sum(first.unplanned.values())
+    parts = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in sorted(first.unplanned.items()) if v)
+    print(f"unplanned (inputs, parameters, outputs, constants; not reused): "
+          f"{fmt_bytes(unplanned)} ({parts})")
+    peak = torch_peak(case)
+    if peak is None:
+        print("PyTorch's measured peak: none (no CUDA device here; on CPU PyTorch does not "
+              "report one). On a GPU this script prints torch.cuda.max_memory_allocated() "
+              "for the same step.\n")
+    else:
+        before, top = peak
+        print(f"PyTorch's measured peak (CUDA, eager, one SGD step): max_memory_allocated "
+              f"{top:,} B ({fmt_bytes(top)}); allocated before the step (parameters, batch) "
+              f"{before:,} B; the step's own bytes {top - before:,} B "
+              f"({fmt_bytes(top - before)}), against the smallest planned arena "
+              f"{min(r.report.arena_bytes for r in rows if r.report):,} B (PyTorch updates "
+              f"the parameters in place; the imported step writes new ones, unplanned)\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the small configurations")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds for each searching planner (default 2, --quick 0.3)")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch is not installed: pip install 'minigraph[torch]'")
+        return 2
+    limit = args.time_limit or (0.3 if args.quick else 2.0)
+    print(f"torch {torch.__version__}, CUDA {'yes' if torch.cuda.is_available() else 'no'}; "
+          f"alignment {ALIGNMENT} B; searching planners {limit} s each\n")
+    for name, config in (QUICK if args.quick else FULL):
+        bench(name, config, limit)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,270 @@
+# %% [markdown]
+# # 10 · Your own model: a PyTorch training step, imported and planned
+#
+# **This lesson needs PyTorch** (the CPU build is enough): `pip install 'minigraph[torch]'`.
+#
+# **Goal.** Every earlier lesson planned graphs built in minigraph. Here the model is
+# written in plain PyTorch, the way you would write your own, and `from_torch` turns one
+# training step of it (forward, backward, SGD update) into a minigraph graph. We look at
+# what the import kept and what it lost, plan the step with every technique of lessons
+# 03-06, run DTR's simulation on it (lesson 07), run the step in minigraph and compare the
+# loss and gradients with PyTorch's, then do the same for a ResNet-18 [He 2016] and a
+# GPT-2-style block [Radford 2019] written in PyTorch.
+#
+# **Sources.** PyTorch captures the step itself: AOTAutograd's joint graph [Ansel 2024] (the
+# forward and the backward ATen ops that `torch.compile` would see, with shapes and
+# dtypes). Each ATen op that minigraph has becomes that op, so the graph runs on NumPy and
+# CuPy; any other becomes an *opaque* op that carries its shapes, bytes and FLOPs, enough
+# to plan it and to simulate DTR [Kirisame 2021] on it, not to run it. The techniques are those of the MXNet
+# note [Chen 2016] and the GE article [Huawei GE]. The code: `minigraph/fromtorch/`
+# (the importer; `zoo.py` holds the PyTorch models used here).
+
+# %%
+import sys
+from pathlib import Path
+
+try:
+    import minigraph as mg
+except ModuleNotFoundError:          # a clone without `pip install -e .`: use the repo
+    sys.path.insert(0, str(Path.cwd().parent))
+    import minigraph as mg
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from IPython.display import Markdown, display
+
+from minigraph.experiments.techniques import compare_techniques, dtr_sweep
+from minigraph.fromtorch import from_torch
+from minigraph.fromtorch.zoo import torch_model
+from minigraph.lessons import check_answers, l10
+from minigraph.tour import graph_summary, opaque_nodes
+from minigraph.viz import memory_widget, plot_comparison, plot_dtr_sweep
+
+print("torch", torch.__version__)
+
+
+def show_table(header, rows):
+    """Render rows (lists of cells) as a Markdown table under the cell."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    display(Markdown("\n".join(lines)))
+
+# %% [markdown]
+# ## 1. A model in PyTorch
+#
+# A small CNN, written as you would write it: two convolutions, batch norm, ReLU, max
+# pooling and a linear classifier, trained with cross-entropy. A batch of eight 16x16
+# images keeps every tensor small.
+
+# %%
+torch.manual_seed(0)
+
+
+class SmallNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.fc = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+net = SmallNet().train()
+x = torch.randn(8, 3, 16, 16)
+y = torch.randint(0, 10, (8,))
+print(net)
+print(f"{sum(p.numel() for p in net.parameters()):,} parameters, "
+      f"{len(list(net.buffers()))} buffers (batch norm's running statistics)")
+
+# %% [markdown]
+# ## 2. Import one training step
+#
+# `from_torch(module, example_inputs, loss_fn, targets=...)` traces
+# `loss_fn(module(*example_inputs), *targets)` and its backward with PyTorch's own graph
+# capture, maps each ATen op, and appends one SGD update per parameter. What comes back
+# behaves like a zoo `Model`: `model.graph`, `model.loss`, `model.params`, and
+# `model.feeds(0)`, which holds the module's own weights and the example batch, so a step
+# in minigraph is the step PyTorch would take.
+
+# %%
+model = from_torch(net, (x,), F.cross_entropy, targets=(y,), lr=0.1, name="small_net")
+print(model.summary())
+
+# %% [markdown]
+# ## 3. What the import kept, and what it lost
+#
+# A training step in PyTorch is more than its ops. The report below says, for this model,
+# what survived and what did not:
+#
+# * **views and aliasing**: a PyTorch view shares its base's storage; every minigraph
+#   tensor owns its buffer, so a view becomes a copy (the report counts their bytes);
+# * **in-place ATen ops**: PyTorch's functionalisation rewrites them as ops with fresh
+#   outputs before the import; minigraph's planners then choose in-place on their own
+#   (lesson 03);
+# * **random ops** (dropout in training mode): refused, naming the node;
+# * **buffers** such as batch norm's running statistics: read as constants; their updates
+#   are dropped (training-mode batch norm normalises with the batch's statistics, so the
+#   loss and gradients are still PyTorch's).
+#
+# What the import cannot represent (data-dependent shapes, a non-scalar loss, ...) it
+# refuses with a `TorchImportError` naming the op.
+
+# %%
+print(model.report)
+opaque = opaque_nodes(model.graph)
+print(f"\nopaque nodes (no minigraph kernel): {len(opaque)}")
+
+# %% [markdown]
+# ## 4. The graph
+#
+# The same summary as `minigraph tour`: nodes by role (forward, backward, update), tensors
+# by kind, bytes of each kind. Then the ops, counted by name and role.
+
+# %%
+g = model.graph
+print(graph_summary(g))
+counts = {}
+for n in g.nodes:
+    counts[(n.op, n.role)] = counts.get((n.op, n.role), 0) + 1
+show_table(["op", "role", "nodes"],
+           [[op, role, k] for (op, role), k in sorted(counts.items(), key=lambda t: -t[1])])
+
+# %% [markdown]
+# ## 5. One step in minigraph against PyTorch
+#
+# When every op maps, the graph runs on NumPy like any zoo model: plan it, run one step,
+# and compare. The loss is an output; each gradient is read back from the SGD update,
+# `grad = (p - p_new) / lr`. PyTorch computes the same step on the same weights and batch.
+# float32 sums in another order, so the two agree to a relative tolerance, not bit for
+# bit.
+
+# %%
+if opaque:
+    print(f"not run: {len(opaque)} opaque op(s), first {opaque[0]}; the plans below need "
+          "no run")
+else:
+    feeds = model.feeds(0)
+    plan = mg.plan_memory(g, mg.MemoryOptions(planner="refcount", inplace=True))
+    out = mg.Executor(g, plan).run(feeds)
+    net.zero_grad()
+    loss_t = F.cross_entropy(net(x), y)
+    loss_t.backward()
+    torch_grads = {name.replace(".", "_"): p.grad.numpy() for name, p in net.named_parameters()}
+    worst = 0.0
+    for p in model.params:
+        grad = (feeds[p] - out[f"{p}_new"]) / model.lr
+        scale = max(1e-6, float(np.abs(torch_grads[p]).max()))
+        worst = max(worst, float(np.abs(grad - torch_grads[p]).max()) / scale)
+    loss_mg = float(out[model.loss])
+    print(f"loss: minigraph {loss_mg:.6f}, PyTorch {loss_t.item():.6f}")
+    print(f"gradients of {len(model.params)} parameters: largest difference "
+          f"{worst:.1e} of the gradient's largest entry")
+    assert abs(loss_mg - loss_t.item()) <= 1e-4 * abs(loss_t.item()) and worst < 1e-3
+
+# %% [markdown]
+# ## 6. Every technique on the imported step
+#
+# The same bars as lesson 00: one per planner of the registry, all with in-place, against
+# no reuse and the theoretical minimum. Nothing here needs a run, so opaque ops would
+# not matter: the planners see only buffers and lifetimes.
+
+# %%
+rows = compare_techniques(g, mg.MemoryOptions(inplace=True), slow=False, dtr_budget=0.8)
+for row in rows:
+    print(row)
+plot_comparison(rows, title=f"{model.name}: planned bytes per technique")
+
+# %% [markdown]
+# ## 7. DTR's simulation
+#
+# DTR runs the step op by op under a budget, evicting and recomputing (lesson 07). Its
+# simulated mode needs each op's cost, which the import gives (FLOPs, also for opaque
+# ops), so it runs on any imported graph. A budget is a fraction of the total peak,
+# parameters included, as in the DTR paper.
+
+# %%
+sweep_rows = dtr_sweep(g)
+show_table(["budget (of total peak)", "arena bytes", "status", "compute"],
+           [[f"{r.ratio:.0%}", f"{r.budget:,}", r.status,
+             "-" if r.overhead is None else f"x{r.overhead:.3f}"] for r in sweep_rows])
+plot_dtr_sweep(sweep_rows)
+
+# %% [markdown]
+# ## 8. A ResNet-18 and a GPT-2-style block, written in PyTorch
+#
+# `minigraph.fromtorch.zoo` holds a ResNet-18 (basic blocks, batch norm, residual adds,
+# adaptive average pooling; `width` and `image` scale it down) and one GPT-2 block (layer
+# norm, causal self-attention written out, a GELU MLP; GPT-2 small is `d_model=768`,
+# 12 heads). Each comes as `(module, example_inputs, loss_fn, targets)`. Here both are
+# small enough for a laptop; `benchmarks/from_torch.py` plans the real sizes.
+
+# %%
+show = []
+for name, config in [("resnet18", {"batch": 2, "image": 32, "width": 8}),
+                     ("gpt_block", {"batch": 2, "seq": 16, "d_model": 64, "heads": 4})]:
+    case = torch_model(name, **config)
+    m = from_torch(case.module, case.example_inputs, case.loss_fn, targets=case.targets,
+                   name=name)
+    r = {row.technique: row for row in compare_techniques(
+        m.graph, mg.MemoryOptions(inplace=True), planners=["refcount", "ge", "bestfit"])}
+    show.append([name, len(m.graph), len(opaque_nodes(m.graph)), f"{r['none'].bytes:,}",
+                 f"{r['refcount'].bytes:,}", f"{r['ge'].bytes:,}", f"{r['bestfit'].bytes:,}",
+                 f"{r['bestfit'].theoretical_minimum:,}"])
+show_table(["model", "nodes", "opaque", "no reuse", "refcount", "GE", "best-fit",
+            "minimum"], show)
+
+# %% [markdown]
+# ## 9. The widget
+#
+# `memory_widget` takes the imported model like any graph: every switch of lesson 00, on
+# your own step.
+
+# %%
+w = memory_widget(model, planner="bestfit", inplace=True)
+w
+
+# %% [markdown]
+# ## Exercises
+#
+# **1.** Write a PyTorch model of your own (at least two layers with weights and biases)
+# whose import maps every op, so that it runs in minigraph. Set
+# `ANSWER_1 = (module, example_inputs, loss_fn, targets)`. It passes when one minigraph
+# step gives PyTorch's loss (within float32 tolerance). If an op goes opaque, the check
+# names it: find a way to write the same thing with ops that map.
+#
+# **2.** DTR on the zoo's small GPT block (`l10.GPT_2`, imported by `l10.gpt_graph()`):
+# which is the smallest budget of `l10.RATIOS_2` (fractions of the total peak) at which
+# `simulate(graph, ratio=r)` finishes (neither `BudgetError` nor `ThrashError`)? Put it in
+# `ANSWER_2`.
+
+# %%
+print("exercise 2's budgets:", l10.RATIOS_2, "- the block:", l10.GPT_2)
+
+ANSWER_1 = None      # e.g. (my_net, (my_x,), F.mse_loss, (my_target,))
+ANSWER_2 = None      # e.g. 0.9
+
+# %%
+check_answers({1: (ANSWER_1, l10.exercise_1), 2: (ANSWER_2, l10.exercise_2)})
+
+# %% [markdown]
+# ## Summary
+#
+# * `from_torch(module, example_inputs, loss_fn, targets=...)` captures a PyTorch
+#   training step (forward and backward) and returns a minigraph model: ops minigraph has
+#   run on NumPy and CuPy; the others are opaque, carrying shapes, bytes and FLOPs.
+# * The import states what it kept and lost: buffers such as batch norm's running
+#   statistics become constants, in-place ATen ops come back functional, and what it
+#   cannot represent it refuses by name.
+# * Planning needs no run: every static planner, the validator and DTR's simulation work
+#   on any imported graph, opaque ops included; running the step needs every op mapped,
+#   and then its loss and gradients match PyTorch's within float32 tolerance.
+# * `minigraph tour --torch resnet18` prints the tour of an imported model;
+#   `benchmarks/from_torch.py` sets the planned bytes of ResNet-18 and a GPT-2 small block
+#   beside PyTorch's own measured peak on a GPU.

@@ -1,0 +1,89 @@
+"""Your own model: a PyTorch training step imported as a minigraph graph.
+
+`from_torch(module, example_inputs, loss_fn, targets=...)` captures one training step,
+`loss_fn(module(*example_inputs), *targets)`, with PyTorch's own graph capture: AOTAutograd's
+joint forward + backward graph of ATen ops, functionalised, with every node's shape and dtype
+[Ansel 2024]. Each ATen node becomes minigraph nodes (`aten.py`): matmul/addmm/mm/bmm,
+elementwise ops, relu and its backward, conv2d and its two backward kernels, max/avg
+pooling and their backward, sum/mean, view/reshape/permute/transpose/expand/slice/cat,
+softmax and log-softmax and their backward, nll-loss (as softmax cross-entropy), mse,
+batch and layer norm and their backward, tanh-GELU, embedding. An ATen op minigraph lacks
+becomes an `opaque` node (`minigraph.ops.opaque`) with PyTorch's output shapes, dtypes,
+bytes and FLOPs (PyTorch's FLOP counter): every planner, the validator, the online
+allocators and DTR's simulation work on the graph; running it raises `OpaqueOpError`
+naming the node and the ATen op. SGD update nodes (`p_new = p - lr * grad`) are appended,
+so the result is a model record like the zoo's: outputs `[loss, *(p + "_new")]`.
+
+What the import keeps and loses (`model.report` says it for one model):
+
+- Views and aliasing: lost. ATen views (view, t, permute, expand, slice, ...) become
+  minigraph's copying ops, because every minigraph tensor owns its buffer; the report
+  counts their bytes. A transpose feeding a matrix product becomes the product's flag
+  (no copy). An opaque view op records which input it aliases (`view_of`).
+- In-place ATen ops: functionalisation replaces them with out-of-place ops before the
+  import (`h.relu_()` imports as relu); one that survives, or a step that writes into
+  its inputs or parameters, is refused (`TorchImportError`). minigraph's planners then
+  find their own in-place hand-overs.
+- Random ops (dropout in train mode, rand, bernoulli): refused, naming the node; call
+  `module.eval()` or set p=0.
+- Buffers (batch-norm running statistics, attention masks): read as constants; their
+  updates are dropped (train-mode batch norm normalises with the batch statistics, so the
+  step's loss and gradients are PyTorch's; only the running averages are not advanced).
+  Eval-mode batch norm becomes elementwise ops on the running statistics. Parameters
+  without a gradient (`requires_grad=False`) become constants.
+- Numbers that differ from PyTorch's only by rounding: max-pool gradients of tied maxima
+  are shared equally (PyTorch gives them to the first), nll-loss's own gradient is the
+  cross-entropy one (equal after the log-softmax backward that reads it).
+- Refused with a typed error naming the node: data-dependent shapes and control flow
+  (PyTorch cannot capture them statically), non-ATen calls, dtypes NumPy lacks (bfloat16,
+  complex), a non-scalar loss. PyTorch is optional: `pip install 'minigraph[torch]'`;
+  without it `from_torch` raises `TorchMissingError`, and `import minigraph` never imports
+  torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..ops.opaque import OpaqueOpError
+from .capture import TorchImportError, TorchMissingError, as_tuple, capture, require_torch
+from .importer import ImportReport, TorchModel, convert, make_batch_fn
+
+__all__ = ["ImportReport", "OpaqueOpError", "TorchImportError", "TorchMissingError",
+           "TorchModel", "from_torch", "report"]
+
+
+def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
+               targets: Any = (), lr: float = 0.1, name: str | None = None) -> TorchModel:
+    """Import one SGD training step of a PyTorch `module` as a minigraph model.
+
+    The step is `loss = loss_fn(module(*example_inputs), *targets)`, then the gradients of
+    every trainable parameter, then `p_new = p - lr * grad`. Graph inputs are named "x"
+    ("x0", "x1", ... for several) and "y" (or "y0", ...); parameters keep the module's
+    names with "." as "_". `model.feeds(0)` is the example batch and the module's weights,
+    so one run is PyTorch's step. `model.report` says what was kept and lost.
+    """
+    torch = require_torch()
+    inputs = as_tuple(example_inputs, "example_inputs")
+    targs = () if isinstance(targets, tuple) and not targets else as_tuple(targets, "targets")
+    if not isinstance(lr, (int, float)) or isinstance(lr, bool):
+        raise TorchImportError(f"from_torch: lr must be a number, not {lr!r}")
+    label = name or f"torch_{type(module).__name__.lower()}"
+    cap = capture(module, inputs, loss_fn, targs)
+    make_batch = make_batch_fn(cap)
+
+    def at(lr: float) -> TorchModel:
+        graph, loss, params, rep = convert(cap, torch, float(lr), label, type(module).__name__)
+        desc = (f"PyTorch {type(module).__name__} imported"
+                + ("" if rep.runs else f", {len(rep.opaque)} opaque nodes (plans, does not run)"))
+        return TorchModel(label, graph, loss, params, float(lr), make_batch, desc,
+                          {"lr": float(lr), "import_report": rep}, at, rep)
+    return at(lr)
+
+
+def report(model: TorchModel) -> ImportReport:
+    """What the import of `model` kept and lost (also `model.report`)."""
+    if not isinstance(model, TorchModel) or model.report is None:
+        raise TorchImportError(f"report: {model!r} is not a model from from_torch")
+    return model.report

@@ -1,0 +1,415 @@
+"""The joint graph, node by node, into minigraph nodes; then the SGD update; then a model record.
+
+A node the loss depends on is a forward node, every other kept node a backward node (the
+joint graph does not mark them). Only nodes the loss and the parameters' gradients depend
+on are kept: the new running statistics of batch norm are computed by PyTorch's graph and
+dropped here. Each node goes through its rule in `aten.py`; without one (or when the rule
+refuses this call) it becomes an `opaque` node with PyTorch's shapes, dtypes and FLOPs.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import MinigraphError
+from ..graph import Graph, Tensor, constant, fmt_bytes, input, name_scope, node_role, param
+from ..models import Model
+from ..ops.opaque import opaque
+from ..ops.update import sgd_update
+from .aten import RULES, Dropped, PoolIndices, Unmapped, is_view
+from .capture import Captured, TorchImportError
+
+_FLOATS = ("float16", "float32", "float64")
+_COPIES = ("reshape", "transpose", "broadcast_to", "getitem")   # what ATen views become
+_RANDOM = {"native_dropout", "dropout", "bernoulli", "rand", "randn", "rand_like", "randn_like",
+           "randint", "randint_like", "randperm", "uniform", "normal", "multinomial",
+           "exponential", "geometric", "cauchy", "log_normal"}
+
+
+@dataclass
+class ImportReport:
+    """What `from_torch` kept and what it lost, for one imported training step."""
+    module: str
+    aten_nodes: int = 0
+    mapped: dict[str, int] = field(default_factory=dict)
+    opaque: list[tuple[str, str, str]] = field(default_factory=list)  # node, ATen op, why
+    view_copies: tuple[int, int] = (0, 0)       # views that became copies: count, bytes
+    constants: list[str] = field(default_factory=list)   # buffers kept as constants
+    dropped: list[str] = field(default_factory=list)     # buffer updates not kept
+    frozen: list[str] = field(default_factory=list)      # parameters without a gradient
+    torch_flops: int = 0                                 # PyTorch's FLOP counter, all nodes
+    graph_flops: int = 0                                 # minigraph's count, update included
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def runs(self) -> bool:
+        """True when every node has a kernel: the graph runs on NumPy and CuPy."""
+        return not self.opaque
+
+    def kept(self) -> list[str]:
+        n_map = sum(self.mapped.values())
+        lines = [f"{n_map} of {self.aten_nodes} ATen nodes mapped to minigraph ops "
+                 f"({len(self.mapped)} kinds)",
+                 "the forward and backward of PyTorch's own joint graph (AOTAutograd), "
+                 "with its shapes and dtypes; the module's weights and the example batch "
+                 "as feeds; SGD update nodes appended (p_new = p - lr * grad)"]
+        if self.torch_flops:
+            lines.append(f"FLOPs: PyTorch's counter gives {self.torch_flops:,} (matrix "
+                         f"products and convolutions only), minigraph {self.graph_flops:,} "
+                         "(every node)")
+        if self.constants:
+            lines.append(f"buffers read as constants: {', '.join(self.constants)}")
+        if self.opaque:
+            lines.append(f"{len(self.opaque)} opaque nodes with PyTorch's shapes, bytes and "
+                         "FLOPs: every planner and DTR's simulation work; running raises")
+        return lines + self.notes
+
+    def lost(self) -> list[str]:
+        n, b = self.view_copies
+        lines = [f"aliasing: {n} ATen views became copies ({fmt_bytes(b)} more than "
+                 "PyTorch holds for them); in-place ATen ops: none, PyTorch's "
+                 "functionalisation removed them"]
+        if self.dropped:
+            shown = ", ".join(self.dropped[:4]) + (", ..." if len(self.dropped) > 4 else "")
+            lines.append(f"{len(self.dropped)} buffer updates dropped (the step does not "
+                         f"write them): {shown}")
+        if self.frozen:
+            lines.append(f"parameters without a gradient, kept as constants: "
+                         f"{', '.join(self.frozen)}")
+        for node, aten, why in self.opaque:
+            lines.append(f"opaque {node} ({aten}): {why}")
+        return lines
+
+    def __str__(self) -> str:
+        head = f"from_torch({self.module}): " + ("runs in minigraph" if self.runs else
+                                                 "plans and simulates, does not run")
+        return "\n".join([head, "kept:", *(f"  {s}" for s in self.kept()), "lost:",
+                          *(f"  {s}" for s in self.lost())])
+
+
+def _np_dtype(torch_dtype: Any, where: str) -> str:
+    name = str(torch_dtype).removeprefix("torch.")
+    try:
+        np.dtype(name)
+    except TypeError:
+        raise TorchImportError(f"{where}: dtype {name} has no NumPy equivalent (minigraph "
+                               "runs NumPy/CuPy kernels); use float32") from None
+    if np.dtype(name).kind not in "biuf":
+        raise TorchImportError(f"{where}: dtype {name} is not supported")
+    return name
+
+
+def _spec(val: Any, where: str) -> tuple[tuple[int, ...], str] | None:
+    if val is None:
+        return None
+    if not hasattr(val, "shape") or not hasattr(val, "dtype"):
+        raise TorchImportError(f"{where}: an output that is not a tensor ({val!r}); "
+                               "a Python number or a symbolic size cannot be imported")
+    dims = []
+    for d in val.shape:
+        if type(d) is not int:
+            raise TorchImportError(f"{where}: shape {list(val.shape)} depends on the data "
+                                   "(a symbolic size); minigraph needs static shapes")
+        dims.append(d)
+    return tuple(dims), _np_dtype(val.dtype, where)
+
+
+class Converter:
+    """Walks the joint graph once, filling `env` (FX node -> minigraph value)."""
+
+    def __init__(self, cap: Captured, torch: Any, report: ImportReport):
+        self.cap, self.torch, self.report = cap, torch, report
+        self.env: dict[Any, Any] = {}
+        self.views: list[Tensor] = []
+        self._count: dict[str, int] = {}
+
+    # What rules read ---------------------------------------------------------------------
+    def short(self, n: Any) -> str:
+        return str(n.target).split(".")[1] if str(n.target).startswith("aten.") else \
+            str(n.target)
+
+    def _value(self, a: Any, n: Any) -> Any:
+        fx = self.torch.fx
+        if isinstance(a, fx.Node):
+            v = self.env[a]
+            if isinstance(v, Dropped):
+                raise TorchImportError(f"node {n.name} ({n.target}) reads {v.what}, which "
+                                       "the import drops")
+            return v
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._value(x, n) for x in a)
+        return a
+
+    def _flat(self, args: Any) -> list:
+        out = []
+        for a in args:
+            if isinstance(a, (list, tuple)):
+                out.extend(self._flat(a))
+            elif isinstance(a, self.torch.fx.Node):
+                out.append(self.env.get(a))
+        return out
+
+    def arg(self, n: Any, k: int, default: Any = None) -> Any:
+        if k < len(n.args):
+            return self._value(n.args[k], n)
+        schema = getattr(n.target, "_schema", None)
+        if schema is not None and k < len(schema.arguments):
+            name = schema.arguments[k].name
+            if name in n.kwargs:
+                return self._value(n.kwargs[name], n)
+        return default
+
+    def kwarg(self, n: Any, name: str, default: Any = None) -> Any:
+        return self._value(n.kwargs[name], n) if name in n.kwargs else default
+
+    def specs(self, n: Any) -> list:
+        val = n.meta.get("val")
+        if isinstance(val, (list, tuple)):
+            return [_spec(v, f"node {n.name} ({n.target})") for v in val]
+        return [_spec(val, f"node {n.name} ({n.target})")]
+
+    def spec(self, n: Any) -> tuple[tuple[int, ...], str]:
+        return self.specs(n)[0]
+
+    # The walk ----------------------------------------------------------------------------
+    def leaves(self, frozen: set[str]) -> None:
+        cap = self.cap
+        for n in cap.gm.graph.nodes:
+            if n.op != "placeholder":
+                continue
+            name, value, kind = cap.names[n.name], cap.values[n.name], cap.kinds[n.name]
+            arr = value.cpu().numpy()
+            dtype = _np_dtype(value.dtype, name)
+            if kind == "input":
+                self.env[n] = input(name, arr.shape, dtype)
+            elif kind == "param" and name not in frozen:
+                if dtype not in _FLOATS:
+                    raise TorchImportError(f"parameter {name} has dtype {dtype}; only "
+                                           "floating parameters train")
+                self.env[n] = param(name, arr.shape, init=arr.copy(), dtype=dtype)
+            else:
+                self.env[n] = constant(arr.copy(), name=name, dtype=dtype)
+
+    def node(self, n: Any, role: str) -> None:
+        if n.target is operator.getitem:
+            self.env[n] = self.env[n.args[0]][n.args[1]]
+            return
+        self._refuse(n)
+        with node_role(role):
+            self.env[n] = self._convert(n)
+
+    def _refuse(self, n: Any) -> None:
+        torch = self.torch
+        if not isinstance(n.target, torch._ops.OpOverload):
+            raise TorchImportError(f"node {n.name} calls {n.target}, not an ATen op (control "
+                                   "flow such as torch.cond, or a Python function): the "
+                                   "import needs one straight-line graph of ATen ops")
+        short = self.short(n)
+        if short in _RANDOM or torch.Tag.nondeterministic_seeded in n.target.tags:
+            raise TorchImportError(
+                f"node {n.name} is the random op {n.target}: the import keeps no random "
+                "state, so the step would not match PyTorch's. Call module.eval() or set the "
+                "dropout probability to 0 (minigraph's own mg.dropout regenerates its mask)")
+        if n.target._schema.is_mutable:
+            raise TorchImportError(f"node {n.name} is the in-place op {n.target}, which "
+                                   "functionalisation did not remove; it cannot be imported")
+        self.specs(n)                                   # refuses symbolic shapes, odd dtypes
+
+    def _convert(self, n: Any) -> Any:
+        short = self.short(n)
+        fn: Callable | None = RULES.get(short)
+        why = f"minigraph has no op for {n.target}"
+        if fn is not None:
+            try:
+                out = fn(self, n)
+                self._check(n, out)
+            except (Unmapped, MinigraphError) as e:
+                why = f"not mapped: {e}"
+            except (TypeError, ValueError, IndexError, KeyError) as e:   # an unusual call
+                why = f"not mapped: {type(e).__name__}: {e}"
+            else:
+                self.report.mapped[short] = self.report.mapped.get(short, 0) + 1
+                if is_view(n):                 # a new tensor, not an input passed through
+                    ins = {id(v) for v in self._flat(n.args)}
+                    self.views.extend(t for t in (out if isinstance(out, tuple) else (out,))
+                                      if isinstance(t, Tensor) and id(t) not in ins
+                                      and t.call is not None and t.call.op in _COPIES)
+                return out
+        return self._opaque(n, short, why)
+
+    def _check(self, n: Any, out: Any) -> None:
+        specs = self.specs(n)
+        outs = list(out) if isinstance(out, tuple) else [out]
+        if len(outs) != len(specs):
+            raise Unmapped(f"{len(outs)} outputs where PyTorch has {len(specs)}")
+        for t, s in zip(outs, specs):
+            if isinstance(t, Tensor) and s is not None and (t.shape, t.dtype) != s:
+                raise Unmapped(f"minigraph infers {list(t.shape)} {t.dtype} where PyTorch "
+                               f"has {list(s[0])} {s[1]}")
+
+    def _opaque(self, n: Any, short: str, why: str) -> Any:
+        ins = []
+        for a in n.all_input_nodes:
+            v = self._value(a, n)
+            if isinstance(v, PoolIndices):
+                v = self._indices(v, a)
+            if isinstance(v, tuple):
+                raise TorchImportError(f"node {n.name} reads a tuple {a.name}")
+            if v is not None:                  # an output PyTorch left undefined
+                ins.append(v)
+        specs = self.specs(n)
+        k = self._count[short] = self._count.get(short, -1) + 1
+        name = f"aten_{short}_{k}"
+        first = self.env.get(n.args[0]) if n.args else None
+        view_of = next((k for k, t in enumerate(ins) if t is first), -1) if is_view(n) else -1
+        outs = iter(opaque(ins, str(n.target), [s for s in specs if s is not None],
+                           flops=self.flops(n, specs), view_of=view_of, note=why, name=name))
+        self.report.opaque.append((name, str(n.target), why))
+        vals = tuple(None if s is None else next(outs) for s in specs)
+        if view_of >= 0:                  # its own buffer here, an alias in PyTorch
+            self.views.extend(t for t in vals if t is not None)
+        return vals if isinstance(n.meta.get("val"), (list, tuple)) else vals[0]
+
+    def _indices(self, v: PoolIndices, a: Any) -> Tensor:
+        """max_pool2d's indices as a tensor, for an opaque reader: an opaque node of its own."""
+        spec = self.specs(a.args[0])[1]
+        return opaque([v.x], "aten.max_pool2d_with_indices (indices)", [spec],
+                      note="max-pool indices, read by an opaque node")[0]
+
+    def flops(self, n: Any, specs: list) -> int:
+        """PyTorch's FLOP count for this node (run on meta tensors); else one per output
+        element, minigraph's elementwise default."""
+        counted = self.torch_flops(n)
+        return counted if counted else sum(int(np.prod(s[0])) for s in specs if s)
+
+    def torch_flops(self, n: Any) -> int:
+        torch = self.torch
+        from torch.utils.flop_counter import FlopCounterMode
+
+        def meta(a):
+            v = a.meta.get("val")
+            return torch.empty(v.shape, dtype=v.dtype, device="meta") \
+                if isinstance(v, torch.Tensor) else v
+        try:
+            args = torch.fx.node.map_arg(n.args, meta)
+            kwargs = torch.fx.node.map_arg(n.kwargs, meta)
+            with FlopCounterMode(display=False) as fc:
+                n.target(*args, **kwargs)
+            return int(fc.get_total_flops())
+        except Exception:            # an op the meta device cannot run: no count
+            return 0
+
+
+def _ancestors(roots: list[Any]) -> set[Any]:
+    seen, stack = set(), list(roots)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(n.all_input_nodes)
+    return seen
+
+
+def convert(cap: Captured, torch: Any, lr: float, name: str,
+            module: str) -> tuple[Graph, str, tuple[str, ...], ImportReport]:
+    """The minigraph training graph of a captured step: outputs [loss, *(p + "_new")]."""
+    sig, graph = cap.signature, cap.gm.graph
+    by_name = {n.name: n for n in graph.nodes}
+    loss_fx = by_name[sig.user_outputs[0]]
+    grads_fx = {cap.names[ph]: by_name[out] for out, full in
+                sig.backward_signature.gradients_to_parameters.items()
+                for ph, f in sig.inputs_to_parameters.items() if f == full}
+    params = [cap.names[ph] for ph in sig.inputs_to_parameters]
+    frozen = {p for p in params if p not in grads_fx}
+    report = ImportReport(module)
+    report.frozen = sorted(frozen)
+    report.constants = [cap.names[ph] for ph in sig.inputs_to_buffers]
+    report.dropped = sorted(f.removeprefix("m.").replace(".", "_")
+                            for f in sig.buffers_to_mutate.values())
+    kept = _ancestors([loss_fx, *grads_fx.values()])
+    forward = _ancestors([loss_fx])
+    loss_spec = _spec(loss_fx.meta.get("val"), "the loss")
+    if loss_spec is None or loss_spec[0] != () or loss_spec[1] not in _FLOATS:
+        raise TorchImportError(f"the loss must be a floating scalar, not {loss_spec}")
+    with name_scope():
+        c = Converter(cap, torch, report)
+        c.leaves(frozen)
+        for n in graph.nodes:
+            if n.op == "call_function" and n in kept:
+                c.node(n, "forward" if n in forward else "backward")
+                if n.target is not operator.getitem:
+                    report.aten_nodes += 1
+                    report.torch_flops += c.torch_flops(n)
+        loss = c.env[loss_fx]
+        trained = [p for p in params if p not in frozen]
+        leaf = {p: c.env[by_name[ph]] for ph, p in cap.names.items() if p in trained}
+        grads = {p: c.env[grads_fx[p]] for p in trained}
+        updates = _updates(loss, [leaf[p] for p in trained], [grads[p] for p in trained], lr)
+        g = Graph([loss, *updates], name=name)
+    report.constants = [b for b in report.constants if b in g.tensors]
+    report.graph_flops = g.flops()
+    live = [t for t in c.views if t.name in g.tensors and g.tensors[t.name].producer]
+    report.view_copies = (len(live), sum(t.nbytes for t in live))
+    return g, loss.name, tuple(trained), report
+
+
+def _updates(loss: Tensor, params: list[Tensor], grads: list[Tensor], lr: float) -> list[Tensor]:
+    """sgd_update per parameter, after every reader of it (as `training_graph` does)."""
+    readers: dict[int, list[Tensor]] = {id(p): [] for p in params}
+    stack, seen = [loss, *grads], set()
+    while stack:
+        t = stack.pop()
+        call = t.call
+        if call is None or id(call) in seen:
+            continue
+        seen.add(id(call))
+        for i in call.inputs:
+            if id(i) in readers:
+                readers[id(i)].append(call.outputs[0])
+        stack.extend(call.inputs)
+    out = []
+    for p, g in zip(params, grads):
+        if g.shape != p.shape:
+            raise TorchImportError(f"the gradient of {p.name} has shape {list(g.shape)}, "
+                                   f"the parameter {list(p.shape)}")
+        out.append(sgd_update(p, g, lr, readers=readers[id(p)]))
+    return out
+
+
+def make_batch_fn(cap: Captured) -> Callable[[int], dict[str, np.ndarray]]:
+    """The example batch for seed 0; another seed, a random batch of the same shapes and
+    dtypes (floats N(0, 1), integers in [0, the largest example value])."""
+    for ph in cap.values:
+        _np_dtype(cap.values[ph].dtype, cap.names[ph])      # refuse what NumPy lacks first
+    example = {cap.names[ph]: cap.values[ph].cpu().numpy().copy()
+               for ph, k in cap.kinds.items() if k == "input"}
+
+    def make_batch(seed: int = 0) -> dict[str, np.ndarray]:
+        if seed == 0:
+            return {k: v.copy() for k, v in example.items()}
+        rng = np.random.default_rng(seed)
+        out = {}
+        for k, v in example.items():
+            if v.dtype.kind in "iub":
+                out[k] = rng.integers(0, int(v.max(initial=0)) + 1, v.shape).astype(v.dtype)
+            else:
+                out[k] = rng.standard_normal(v.shape).astype(v.dtype)
+        return out
+    return make_batch
+
+
+@dataclass(repr=False)
+class TorchModel(Model):
+    """An imported training step: a `Model` (outputs `[loss, *(p + "_new")]`, one run is
+    one SGD step; `init_params` gives the module's own weights) plus the import's `report`.
+    """
+    report: ImportReport | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"<TorchModel {self.name}: {len(self.graph)} nodes, loss {self.loss}>"

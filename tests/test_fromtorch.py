@@ -1,0 +1,423 @@
+"""The PyTorch importer (issue 21, points 1-3): `from_torch` captures AOTAutograd's joint
+graph; an MLP and a small CNN built in PyTorch run in minigraph's executor with PyTorch's
+loss and gradients (float32 tolerance); a graph with an opaque op plans with every planner,
+replays through every online allocator and simulates under DTR, and running it raises
+OpaqueOpError naming the node and the ATen op; what cannot be imported is refused with a
+typed error; `import minigraph` never imports torch. Skipped without PyTorch."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn, F = torch.nn, torch.nn.functional
+
+import minigraph as mg  # noqa: E402
+from minigraph.errors import BudgetError, ThrashError  # noqa: E402
+from minigraph.fromtorch import (  # noqa: E402
+    ImportReport,
+    OpaqueOpError,
+    TorchImportError,
+    TorchMissingError,
+    TorchModel,
+    from_torch,
+    report,
+)
+from minigraph.memory.online import ALLOCATORS, trace_from_schedule  # noqa: E402
+from minigraph.memory.online import simulate as replay  # noqa: E402
+from minigraph.memory.planners import JOINT_PLANNERS, PLANNERS, options_for  # noqa: E402
+from minigraph.ops import flops_of  # noqa: E402
+from minigraph.runtime.dtr import simulate  # noqa: E402
+
+LR = 0.1
+
+
+def _mlp():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    return net, torch.randn(6, 8), torch.randint(0, 4, (6,))
+
+
+def _cnn():
+    torch.manual_seed(1)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                        nn.MaxPool2d(2), nn.Conv2d(4, 6, 3, stride=2, padding=1), nn.ReLU(),
+                        nn.Flatten(), nn.Linear(6 * 2 * 2, 5))
+    return net, torch.randn(3, 3, 8, 8), torch.randint(0, 5, (3,))
+
+
+def _erf_mlp():
+    """erf GELU: minigraph's gelu is the tanh approximation, so gelu stays opaque."""
+    torch.manual_seed(2)
+    net = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
+    return from_torch(net, (x,), F.cross_entropy, targets=(y,), name="erf_mlp")
+
+
+def _pytorch_step(net, x, y, loss_fn=F.cross_entropy):
+    ref = copy.deepcopy(net)
+    loss = loss_fn(ref(x), y)
+    loss.backward()
+    return float(loss.detach()), {k.replace(".", "_"): (p.detach().numpy(), p.grad.numpy())
+                         for k, p in ref.named_parameters()}
+
+
+@pytest.mark.parametrize("build", [_mlp, _cnn], ids=["mlp", "cnn"])
+def test_imported_step_matches_pytorch(build):
+    net, x, y = build()
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,), lr=LR)
+    assert isinstance(model, TorchModel) and model.report.runs
+    assert model.graph.outputs == (model.loss, *(f"{p}_new" for p in model.params))
+    out = mg.Executor(model.graph, device="cpu").run(model.feeds(0))
+    loss, ref = _pytorch_step(net, x, y)
+    assert float(out[model.loss]) == pytest.approx(loss, rel=1e-5)
+    assert set(model.params) == set(ref)
+    for name, (w, dw) in ref.items():
+        got_grad = (w - out[f"{name}_new"]) / LR
+        np.testing.assert_allclose(got_grad, dw, rtol=1e-4, atol=2e-6, err_msg=name)
+        np.testing.assert_allclose(out[f"{name}_new"], w - LR * dw, rtol=1e-5, atol=1e-6)
+
+
+class _TinyGPT(nn.Module):
+    """Embedding, pre-norm causal attention (softmax, additive mask buffer), tanh-GELU MLP."""
+
+    def __init__(self, vocab=11, d=8, heads=2, seq=5):
+        super().__init__()
+        self.heads = heads
+        self.emb = nn.Embedding(vocab, d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), -1e9), 1))
+
+    def forward(self, ids):
+        x = self.emb(ids)
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+                   for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (d // self.heads) ** 0.5) + self.mask[:t, :t]
+        y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class _TinyResNet(nn.Module):
+    """Stem conv-bn-relu-maxpool(3, 2, 1), one basic block with a strided 1x1 shortcut,
+    adaptive average pooling and a linear classifier [He 2016]."""
+
+    def __init__(self, c=4, classes=3):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.c1 = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(2 * c)
+        self.c2 = nn.Conv2d(2 * c, 2 * c, 3, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(2 * c)
+        self.down = nn.Sequential(nn.Conv2d(c, 2 * c, 1, stride=2, bias=False),
+                                  nn.BatchNorm2d(2 * c))
+        self.fc = nn.Linear(2 * c, classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        h = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        h = F.relu(h + self.down(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+def test_transformer_block_imports_fully_and_matches_pytorch():
+    torch.manual_seed(3)
+    net = _TinyGPT()
+    ids, target = torch.randint(0, 11, (2, 5)), torch.randn(2, 5, 8)
+    model = from_torch(net, (ids,), F.mse_loss, targets=(target,), lr=LR)
+    assert model.report.runs, model.report
+    assert {"layer_norm", "layer_norm_grad", "gelu", "gelu_grad", "softmax", "softmax_grad",
+            "embedding", "embedding_grad", "mse"} <= {n.op for n in model.graph}
+    assert model.report.constants == ["mask"]
+    out = mg.Executor(model.graph, device="cpu").run(model.feeds(0))
+    loss, ref = _pytorch_step(net, ids, target, F.mse_loss)
+    assert float(out[model.loss]) == pytest.approx(loss, rel=1e-5)
+    for name, (w, dw) in ref.items():
+        np.testing.assert_allclose((w - out[f"{name}_new"]) / LR, dw, rtol=1e-3, atol=1e-5,
+                                   err_msg=name)
+
+
+def test_resnet_block_imports_fully_and_matches_pytorch_in_float64():
+    # float64: batch norm over a small batch is ill-conditioned, and float32 rounding
+    # (different summation orders) alone moves deep gradients by ~1e-3; in float64 the
+    # import must agree to ~1e-10, which only the same mathematics gives.
+    torch.manual_seed(4)
+    net = _TinyResNet().double()
+    x, y = torch.randn(2, 3, 8, 8, dtype=torch.float64), torch.randint(0, 3, (2,))
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,), lr=LR)
+    assert model.report.runs, model.report
+    out = mg.Executor(model.graph, device="cpu").run(model.feeds(0))
+    loss, ref = _pytorch_step(net, x, y)
+    assert float(out[model.loss]) == pytest.approx(loss, rel=1e-12)
+    for name, (w, dw) in ref.items():
+        np.testing.assert_allclose((w - out[f"{name}_new"]) / LR, dw, rtol=1e-8, atol=1e-10,
+                                   err_msg=name)
+
+
+def test_imported_step_is_a_planned_arena_run_like_the_zoo():
+    net, x, y = _cnn()
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    feeds = model.feeds(0)
+    plain = mg.Executor(model.graph, device="cpu").run(feeds)
+    rep = mg.plan_memory(model.graph, planner="ge", inplace=True)
+    planned = mg.Executor(model.graph, rep, device="cpu").run(feeds)
+    assert all(np.array_equal(plain[k], planned[k]) for k in plain)
+    assert rep.arena_bytes < rep.no_reuse_bytes
+
+
+def test_batch_norm_buffers_are_constants_and_their_updates_dropped():
+    net, x, y = _cnn()
+    before = net[1].running_mean.clone()
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    assert torch.equal(net[1].running_mean, before)        # capturing ran nothing for real
+    rep = model.report
+    assert {"1_running_mean", "1_running_var", "1_num_batches_tracked"} <= set(rep.dropped)
+    assert any("buffer updates dropped" in line for line in rep.lost())
+    assert "kept:" in str(rep) and "lost:" in str(rep) and report(model) is rep
+    assert [n.op for n in model.graph if n.op.startswith("batch_norm")] == \
+        ["batch_norm", "batch_norm_grad"]
+
+
+def test_frozen_parameters_become_constants():
+    net, x, y = _cnn()
+    net[0].weight.requires_grad_(False)
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    assert "0_weight" not in model.params and model.graph.tensors["0_weight"].kind == "const"
+    assert model.report.frozen == ["0_weight"] and model.report.runs
+    assert "conv2d_grad_w" in {n.op for n in model.graph}        # the second conv trains
+
+
+def test_eval_mode_batch_norm_reads_running_statistics_and_matches_pytorch():
+    net, x, y = _cnn()
+    with torch.no_grad():                        # running statistics that are not 0 and 1
+        net[1].running_mean.uniform_(-1, 1)
+        net[1].running_var.uniform_(0.5, 2)
+    net.eval()
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,), lr=LR)
+    assert model.report.runs and {"1_running_mean", "1_running_var"} <= set(
+        model.report.constants)
+    assert not any(n.op.startswith("batch_norm") for n in model.graph)   # elementwise ops
+    out = mg.Executor(model.graph, device="cpu").run(model.feeds(0))
+    loss, ref = _pytorch_step(net, x, y)
+    assert float(out[model.loss]) == pytest.approx(loss, rel=1e-5)
+    for name, (w, dw) in ref.items():
+        np.testing.assert_allclose((w - out[f"{name}_new"]) / LR, dw, rtol=1e-4, atol=2e-6,
+                                   err_msg=name)
+
+
+def test_views_become_copies_and_transposes_fold_into_matmul():
+    net, x, y = _mlp()
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    ops_used = [n.op for n in model.graph]
+    assert "transpose" not in ops_used          # nn.Linear's t() is a matmul flag
+    n, nbytes = model.report.view_copies
+    copies = [model.graph.tensors[o] for nd in model.graph if nd.op == "reshape"
+              for o in nd.outputs]
+    assert n == len(copies) and nbytes == sum(t.nbytes for t in copies) and n > 0
+
+
+def test_with_lr_rebuilds_the_update_and_make_batch_keeps_shapes():
+    net, x, y = _mlp()
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,), lr=0.1)
+    other = model.with_lr(0.5)
+    assert other.lr == 0.5 and model.with_lr(0.1) is model
+    assert {n.attr["lr"] for n in other.graph if n.op == "sgd_update"} == {0.5}
+    b0, b7 = model.make_batch(0), model.make_batch(7)
+    np.testing.assert_array_equal(b0["x"], x.numpy())
+    assert b7["y"].dtype == np.int64 and b7["x"].shape == (6, 8)
+    assert b7["y"].max() <= int(y.max()) and not np.array_equal(b7["x"], b0["x"])
+
+
+# --- opaque ops ------------------------------------------------------------------------------
+
+def test_opaque_op_carries_pytorch_shapes_flops_and_refuses_to_run():
+    model = _erf_mlp()
+    g = model.graph
+    opq = [n for n in g if n.op == "opaque"]
+    assert {n.attr["aten"] for n in opq} == {"aten.gelu.default", "aten.gelu_backward.default"}
+    assert not model.report.runs and len(model.report.opaque) == 2
+    for n in opq:
+        out = g.tensors[n.outputs[0]]
+        assert out.shape == (4, 16) and out.dtype == "float32" and flops_of(g, n) > 0
+    with pytest.raises(OpaqueOpError, match=r"aten_gelu_0.*aten\.gelu\.default"):
+        mg.Executor(g, device="cpu").run(model.feeds(0))
+    planned = mg.plan_memory(g, planner="ge", inplace=True)
+    with pytest.raises(OpaqueOpError, match="approximate='tanh'"):     # says what to change
+        mg.Executor(g, planned, device="cpu").run(model.feeds(0))
+    with pytest.raises(OpaqueOpError, match="aten_gelu_0"):            # DTR's real mode too
+        mg.DTRExecutor(g, ratio=1.0, device="cpu").run(model.feeds(0))
+
+
+def test_graph_with_opaque_ops_plans_with_every_planner():
+    g = _erf_mlp().graph
+    for planner in sorted(PLANNERS):
+        args = options_for(planner, {"time_limit": 0.5, "seed": 0})
+        rep = mg.plan_memory(g, mg.MemoryOptions(planner=planner, inplace=True,
+                                                 planner_args=args))
+        rep.plan.validate(g)
+        assert rep.theoretical_minimum <= rep.arena_bytes <= rep.no_reuse_bytes, planner
+    for planner in sorted(JOINT_PLANNERS):
+        if len(g.nodes) <= 30:
+            mg.plan_memory(g, mg.MemoryOptions(planner=planner, planner_args={
+                "time_limit": 0.5})).plan.validate(g)
+
+
+def test_graph_with_opaque_ops_replays_through_every_online_allocator():
+    g = _erf_mlp().graph
+    trace = trace_from_schedule(g)
+    opaque_out = {o for n in g if n.op == "opaque" for o in n.outputs}
+    assert opaque_out & {e[1] for e in trace}          # the opaque outputs are allocated
+    peak = max(mg.liveness(g, alignment=1).live_bytes())
+    for name in sorted(ALLOCATORS):
+        result = replay(trace, name, check=True)
+        assert result.peak_requested == peak, name
+        assert result.peak_reserved >= result.peak_allocated >= peak, name
+
+
+def test_graph_with_opaque_ops_simulates_under_dtr():
+    g = _erf_mlp().graph
+    full = simulate(g, ratio=1.0)
+    assert full.evictions == 0
+    done = []
+    for ratio in (0.9, 0.7, 0.5):
+        try:
+            done.append(simulate(g, ratio=ratio, heuristic="dtr"))
+        except (BudgetError, ThrashError):
+            continue
+    assert done and all(t.budget < full.budget for t in done)
+    assert any(t.evictions > 0 for t in done)
+
+
+def test_opaque_view_records_the_input_it_aliases():
+    class Windows(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.lin(x.unfold(1, 4, 2).sum(2))      # unfold: an ATen view, opaque
+
+    x, y = torch.randn(3, 8), torch.randint(0, 3, (3,))
+    model = from_torch(Windows(), (x,), F.cross_entropy, targets=(y,))
+    (node,) = [n for n in model.graph if n.op == "opaque"]
+    assert node.attr["aten"] == "aten.unfold.default" and node.attr["view_of"] == 0
+    assert node.inputs == ("x",) and model.graph.tensors[node.outputs[0]].shape == (3, 3, 4)
+    n, nbytes = model.report.view_copies
+    assert nbytes >= 3 * 3 * 4 * 4                     # counted among the views made copies
+
+
+def test_opaque_op_validates_its_own_specs():
+    x = mg.input("x", (2, 3))
+    y, = mg.opaque([x], "aten.foo.default", [((3, 2), "float32")], flops=12, view_of=0)
+    assert y.shape == (3, 2)
+    with pytest.raises(mg.GraphError, match="view_of=3"):
+        mg.opaque([x], "aten.foo.default", [((3, 2), "float32")], view_of=3)
+    with pytest.raises(mg.GraphError, match="at least one output"):
+        mg.opaque([x], "aten.foo.default", [])
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+def test_random_op_is_refused_naming_it():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    x, y = torch.randn(4, 8), torch.randint(0, 2, (4,))
+    with pytest.raises(TorchImportError, match="random op .*dropout"):
+        from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    net.eval()                                  # eval(): dropout is the identity
+    assert from_torch(net, (x,), F.cross_entropy, targets=(y,)).report.runs
+
+
+class _InPlace(nn.Module):
+    def __init__(self, on_input: bool):
+        super().__init__()
+        self.lin, self.on_input = nn.Linear(4, 2), on_input
+
+    def forward(self, x):
+        if self.on_input:
+            x.mul_(2)                     # writes into the caller's tensor: refused
+        h = self.lin(x)
+        return h.relu_()                  # in place on an intermediate: functionalised away
+
+
+def test_in_place_ops_are_functionalised_or_refused():
+    torch.manual_seed(5)
+    x, y = torch.randn(3, 4), torch.randint(0, 2, (3,))
+    net = _InPlace(on_input=False)
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,), lr=LR)
+    assert model.report.runs and "relu" in {n.op for n in model.graph}
+    out = mg.Executor(model.graph, device="cpu").run(model.feeds(0))
+    assert float(out[model.loss]) == pytest.approx(_pytorch_step(net, x, y)[0], rel=1e-6)
+    with pytest.raises(TorchImportError, match="writes in place into its inputs"):
+        from_torch(_InPlace(on_input=True), (x,), F.cross_entropy, targets=(y,))
+
+
+def test_data_dependent_control_flow_is_refused():
+    class Branchy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 2)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return h * 2 if h.sum() > 0 else h
+
+    x, y = torch.randn(3, 4), torch.randint(0, 2, (3,))
+    with pytest.raises(TorchImportError, match="could not capture"):
+        from_torch(Branchy(), (x,), F.cross_entropy, targets=(y,))
+
+
+def test_non_scalar_loss_and_bad_arguments_are_refused():
+    net, x, y = _mlp()
+    with pytest.raises(TorchImportError, match="could not capture"):
+        from_torch(net, (x,), lambda out, t: F.cross_entropy(out, t, reduction="none"),
+                   targets=(y,))
+    with pytest.raises(TorchImportError, match="example_inputs"):
+        from_torch(net, [x.numpy()], F.cross_entropy, targets=(y,))
+    with pytest.raises(TorchImportError, match="nn.Module"):
+        from_torch(lambda t: t, (x,), F.cross_entropy, targets=(y,))
+    with pytest.raises(TorchImportError, match="lr must be a number"):
+        from_torch(net, (x,), F.cross_entropy, targets=(y,), lr="fast")
+    with pytest.raises(TorchImportError, match="not a model from from_torch"):
+        report("mlp")
+
+
+def test_dtype_numpy_lacks_is_refused():
+    net = nn.Linear(4, 2).to(torch.bfloat16)
+    x = torch.randn(3, 4, dtype=torch.bfloat16)
+    with pytest.raises(TorchImportError, match="bfloat16"):
+        from_torch(net, (x,), lambda out: out.float().pow(2).mean())
+
+
+def test_missing_torch_raises_a_typed_error_saying_how_to_install(monkeypatch):
+    net, x, y = _mlp()
+    monkeypatch.setitem(sys.modules, "torch", None)          # `import torch` fails
+    with pytest.raises(TorchMissingError, match=r"pip install 'minigraph\[torch\]'"):
+        from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    assert issubclass(TorchMissingError, ImportError) and issubclass(TorchMissingError,
+                                                                      mg.MinigraphError)
+
+
+def test_importing_minigraph_does_not_import_torch():
+    code = ("import sys, minigraph, minigraph.fromtorch, minigraph.ops.opaque; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_report_is_a_plain_record():
+    rep = ImportReport("Net", aten_nodes=3, mapped={"mm": 2}, opaque=[("a", "aten.b", "why")])
+    assert not rep.runs and "opaque a (aten.b): why" in rep.lost()
+    assert rep.kept()[0].startswith("2 of 3 ATen nodes")
