@@ -26,12 +26,9 @@ not part of this repository; without it the script says how to get it and exits 
 from __future__ import annotations
 
 import argparse
-import importlib
-import io
 import math
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -40,6 +37,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from dtr import FULL, QUICK  # noqa: E402
+from dtr_reference import OVERHEAD_LIMIT, load_simrd, simrd_baseline, simrd_cell  # noqa: E402
 
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
 from minigraph.models import get_model  # noqa: E402
@@ -49,67 +47,18 @@ from minigraph.runtime.dtr.tracegen import GENERATED, generated_trace  # noqa: E
 
 RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)
 SIMRD = ("DTR", "DTREqClass", "LRU", "MSPS")
-OVERHEAD_LIMIT = 2.0           # simrd's evaluation: remat_limit = base x (2.0 - 1)
-
-
-def load_simrd(path: str | None):
-    """simrd's parser, runtimes and heuristics, or None when it cannot be imported."""
-    if path:
-        sys.path.insert(0, str(Path(path).resolve()))
-    try:
-        parse = importlib.import_module("simrd.parse")
-        runtime = importlib.import_module("simrd.runtime")
-        heuristic = importlib.import_module("simrd.heuristic")
-    except ImportError as e:
-        print(f"simrd not importable ({e}).\n{__doc__}")
-        return None
-    return parse.parse_file, runtime, heuristic
-
-
-def deep(fn, *args):
-    """simrd rematerialises by recursion: run it in a thread with a deep stack."""
-    sys.setrecursionlimit(10**6)
-    threading.stack_size(512 * 2**20)
-    box: dict = {}
-
-    def run():
-        try:
-            box["r"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001 -- handed back to the caller
-            box["e"] = e
-
-    th = threading.Thread(target=run)
-    th.start()
-    th.join()
-    if "e" in box:
-        raise box["e"]
-    return box["r"]
 
 
 class SimrdTrace:
-    """One trace in simrd: its baseline (peak with constants, compute) and budgeted runs."""
+    """One trace in simrd: its baseline (peak with constants, compute) and budgeted runs,
+    run as `dtr_reference.py` runs them."""
 
     def __init__(self, simrd, text: str):
-        self.simrd = simrd
-        parse_file, rt_mod, h_mod = simrd
-        self.callback = parse_file(io.StringIO(text), start=True).get_closure()
-        rt = rt_mod.RuntimeV1(math.inf, h_mod.Heuristic(), stats=False, trace=False)
-        deep(self.callback, rt)
-        self.peak = rt.telemetry.summary["max_memory"]
-        self.base = rt.telemetry.summary["model_compute"]
+        self.simrd, self.text = simrd, text
+        self.base, self.peak = simrd_baseline(simrd, text)
 
     def overhead(self, ratio: float, heuristic: str) -> float | str:
-        _, rt_mod, h_mod = self.simrd
-        rt = rt_mod.RuntimeV2EagerOptimized(
-            int(self.peak * ratio), getattr(h_mod, heuristic)(),
-            remat_limit=self.base * (OVERHEAD_LIMIT - 1), trace=False, stats=False)
-        try:
-            deep(self.callback, rt)
-        except MemoryError:
-            return "OOM"
-        except rt_mod.RematExceededError:
-            return "thrash"
-        return (rt.clock - 1) / self.base
+        return simrd_cell(self.simrd, self.text, int(self.peak * ratio), heuristic, self.base)
 
 
 def ours(run, *args, **kw) -> tuple[float | str, str]:
@@ -157,8 +106,8 @@ def main() -> int:
     above = {"dtr": 0, "portfolio": 0}
     cells = 0
     t0 = time.process_time()
-    print("every cell: total compute / base compute; * = above the best of simrd's four; "
-          f"portfolio candidates: {', '.join(label for label, _ in CANDIDATES)}")
+    print("* = above the best of simrd's four; portfolio candidates: "
+          f"{', '.join(label for label, _ in CANDIDATES)}")
     for label, text in traces(args.quick):
         sim = SimrdTrace(simrd, text)
         program = parse_trace(text, 1, name=label)

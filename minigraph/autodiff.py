@@ -96,6 +96,14 @@ def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
     because it overwrites the parameter in place.
     """
     grads = grad(loss, params)
+    updates = sgd_updates(loss, params, grads, lr)
+    return Graph([loss, *updates], name=name)
+
+
+def sgd_updates(loss: Tensor, params: Sequence[Tensor], grads: Sequence[Tensor],
+                lr: float) -> list[Tensor]:
+    """`W_new = W - lr*dW` per parameter, each after every other reader of its parameter
+    on the way to `loss` and `grads` (it overwrites the parameter in place)."""
     readers: dict[int, list[Tensor]] = {id(p): [] for p in params}
     stack, seen = [loss, *grads], set()
     while stack:
@@ -108,5 +116,4 @@ def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
             if id(i) in readers:
                 readers[id(i)].append(c.outputs[0])
         stack.extend(c.inputs)
-    updates = [sgd_update(p, g, lr, readers=readers[id(p)]) for p, g in zip(params, grads)]
-    return Graph([loss, *updates], name=name)
+    return [sgd_update(p, g, lr, readers=readers[id(p)]) for p, g in zip(params, grads)]

@@ -30,7 +30,9 @@ What the import keeps and loses (`model.report` says it for one model):
   updates are dropped (train-mode batch norm normalises with the batch statistics, so the
   step's loss and gradients are PyTorch's; only the running averages are not advanced).
   Eval-mode batch norm becomes elementwise ops on the running statistics. Parameters
-  without a gradient (`requires_grad=False`) become constants.
+  without a gradient (`requires_grad=False`) become constants, and so do tensors made
+  inside the step (class weights of a loss). Tied weights (one tensor under two names, as
+  GPT ties its embedding and output layer) are one parameter, its gradients summed.
 - Numbers that differ from PyTorch's only by rounding: max-pool gradients of tied maxima
   are shared equally (PyTorch gives them to the first), nll-loss's own gradient is the
   cross-entropy one (equal after the log-softmax backward that reads it).

@@ -342,11 +342,16 @@ def _softmax_backward(c, n):
     return apply1(op, [c.arg(n, 0), y], {"axis": c.arg(n, 2) % y.ndim})
 
 
-def _nll_checks(c, n, x: Tensor, weight, reduction: int) -> None:
+def _nll_checks(c, n, x: Tensor, weight, reduction: int, ignore_index: int) -> None:
     if weight is not None:
         raise Unmapped("class weights")
     if reduction not in (1, 2):
         raise Unmapped("reduction='none'")
+    # An ignore_index that no valid label can equal changes nothing (a label out of range
+    # is refused when the graph runs); one inside [0, C) would drop rows minigraph keeps.
+    if x.ndim == 2 and 0 <= ignore_index < x.shape[1]:
+        raise Unmapped(f"ignore_index={ignore_index} (a class of the [N, {x.shape[1]}] "
+                       "input): minigraph's cross-entropy ignores no rows")
     if x.ndim != 2 or x.call is None or x.call.op != "log_softmax" or x.call.attrs["axis"] != 1:
         raise Unmapped("nll_loss maps only on the [N, C] output of log_softmax over the classes")
 
@@ -360,8 +365,8 @@ def _through_detach(c, fx_node):
 
 @rule("nll_loss_forward")
 def _nll_loss(c, n):
-    x, labels, weight, reduction = (c.arg(n, k) for k in range(4))
-    _nll_checks(c, n, x, weight, reduction)
+    x, labels, weight, reduction, ignore_index = (c.arg(n, k) for k in range(5))
+    _nll_checks(c, n, x, weight, reduction, ignore_index)
     # On log-probabilities, log-softmax is the identity: the cross-entropy of x is nll(x).
     loss = ops.softmax_cross_entropy(x, labels)
     if reduction == 2:
@@ -372,8 +377,8 @@ def _nll_loss(c, n):
 
 @rule("nll_loss_backward")
 def _nll_loss_backward(c, n):
-    g, x, labels, weight, reduction = (c.arg(n, k) for k in range(5))
-    _nll_checks(c, n, x, weight, reduction)
+    g, x, labels, weight, reduction, ignore_index = (c.arg(n, k) for k in range(6))
+    _nll_checks(c, n, x, weight, reduction, ignore_index)
     fx_x = _through_detach(c, n.args[1])
     for user in n.users:
         if c.short(user) != "_log_softmax_backward_data" or \

@@ -10,7 +10,7 @@ their shapes and dtypes (`meta["val"]`). PyTorch is imported here, inside functi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MinigraphError
@@ -42,6 +42,8 @@ class Captured:
     values: dict[str, Any]       # placeholder name -> the real tensor (weights, buffers, batch)
     names: dict[str, str]        # placeholder name -> minigraph tensor name
     kinds: dict[str, str]        # placeholder name -> "param", "buffer" or "input"
+    tied: dict[str, str] = field(default_factory=dict)  # placeholder -> the first one
+                                                        # holding the same parameter
 
 
 def as_tuple(x: Any, what: str) -> tuple:
@@ -90,9 +92,17 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
     if sig.user_inputs_to_mutate or getattr(sig, "parameters_to_mutate", None):
         raise TorchImportError(f"{type(module).__name__} writes in place into its inputs or "
                                "parameters during the step; the import cannot keep that")
-    named = {**dict(step.named_parameters()), **dict(step.named_buffers())}
-    values, names, kinds = {}, {}, {}
+    # Tied weights (one tensor under two names) come as one placeholder per name.
+    named = {**dict(step.named_parameters(remove_duplicate=False)),
+             **dict(step.named_buffers(remove_duplicate=False))}
+    values, names, kinds, tied, first = {}, {}, {}, {}, {}
     for ph, full in {**sig.inputs_to_parameters, **sig.inputs_to_buffers}.items():
+        if full not in named:
+            raise TorchImportError(f"PyTorch's graph reads {full!r}, which {type(module).__name__} "
+                                   "does not list among its parameters and buffers")
+        tied_to = first.setdefault(id(named[full]), ph)
+        if tied_to != ph:
+            tied[ph] = tied_to
         values[ph] = named[full].detach()
         names[ph] = full.removeprefix("m.").replace(".", "_")
         kinds[ph] = "param" if ph in sig.inputs_to_parameters else "buffer"
@@ -103,4 +113,4 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
     if clash:
         raise TorchImportError(f"two tensors of {type(module).__name__} would both be named "
                                f"{sorted(clash)[0]!r} in minigraph; rename one")
-    return Captured(gm, sig, values, names, kinds)
+    return Captured(gm, sig, values, names, kinds, tied)

@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import ops
+from ..autodiff import sgd_updates
 from ..errors import MinigraphError
 from ..graph import Graph, Tensor, constant, fmt_bytes, input, name_scope, node_role, param
 from ..models import Model
 from ..ops.opaque import opaque
-from ..ops.update import sgd_update
 from .aten import RULES, Dropped, PoolIndices, Unmapped, is_view
 from .capture import Captured, TorchImportError
 
@@ -179,8 +180,15 @@ class Converter:
     # The walk ----------------------------------------------------------------------------
     def leaves(self, frozen: set[str]) -> None:
         cap = self.cap
+        by_name = {n.name: n for n in cap.gm.graph.nodes}
         for n in cap.gm.graph.nodes:
+            if n.op == "get_attr":          # a tensor made inside the step (class weights)
+                self.env[n] = self._lifted(n)
+                continue
             if n.op != "placeholder":
+                continue
+            if n.name in cap.tied:          # a tied weight: the same minigraph parameter
+                self.env[n] = self.env[by_name[cap.tied[n.name]]]
                 continue
             name, value, kind = cap.names[n.name], cap.values[n.name], cap.kinds[n.name]
             arr = value.cpu().numpy()
@@ -194,6 +202,17 @@ class Converter:
                 self.env[n] = param(name, arr.shape, init=arr.copy(), dtype=dtype)
             else:
                 self.env[n] = constant(arr.copy(), name=name, dtype=dtype)
+
+    def _lifted(self, n: Any) -> Tensor:
+        value: Any = self.cap.gm
+        for part in str(n.target).split("."):
+            value = getattr(value, part)
+        if not isinstance(value, self.torch.Tensor):
+            raise TorchImportError(f"node {n.name} reads {n.target}, a "
+                                   f"{type(value).__name__}, not a tensor")
+        name = str(n.target).strip("_").replace(".", "_")
+        arr = value.detach().cpu().numpy()
+        return constant(arr.copy(), name=name, dtype=_np_dtype(value.dtype, name))
 
     def node(self, n: Any, role: str) -> None:
         if n.target is operator.getitem:
@@ -322,17 +341,21 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
     sig, graph = cap.signature, cap.gm.graph
     by_name = {n.name: n for n in graph.nodes}
     loss_fx = by_name[sig.user_outputs[0]]
-    grads_fx = {cap.names[ph]: by_name[out] for out, full in
-                sig.backward_signature.gradients_to_parameters.items()
-                for ph, f in sig.inputs_to_parameters.items() if f == full}
-    params = [cap.names[ph] for ph in sig.inputs_to_parameters]
+    grads_fx: dict[str, list[Any]] = {}     # a tied parameter has one gradient per name
+    for out, full in sig.backward_signature.gradients_to_parameters.items():
+        for ph, f in sig.inputs_to_parameters.items():
+            if f == full:
+                grads_fx.setdefault(cap.names[cap.tied.get(ph, ph)], []).append(by_name[out])
+    params = [cap.names[ph] for ph in sig.inputs_to_parameters if ph not in cap.tied]
     frozen = {p for p in params if p not in grads_fx}
     report = ImportReport(module)
     report.frozen = sorted(frozen)
     report.constants = [cap.names[ph] for ph in sig.inputs_to_buffers]
     report.dropped = sorted(f.removeprefix("m.").replace(".", "_")
                             for f in sig.buffers_to_mutate.values())
-    kept = _ancestors([loss_fx, *grads_fx.values()])
+    report.notes += [f"tied weights: {cap.names[ph]} is {cap.names[first]} (one parameter, "
+                     "its gradients summed)" for ph, first in cap.tied.items()]
+    kept = _ancestors([loss_fx, *(g for gs in grads_fx.values() for g in gs)])
     forward = _ancestors([loss_fx])
     loss_spec = _spec(loss_fx.meta.get("val"), "the loss")
     if loss_spec is None or loss_spec[0] != () or loss_spec[1] not in _FLOATS:
@@ -349,7 +372,7 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
         loss = c.env[loss_fx]
         trained = [p for p in params if p not in frozen]
         leaf = {p: c.env[by_name[ph]] for ph, p in cap.names.items() if p in trained}
-        grads = {p: c.env[grads_fx[p]] for p in trained}
+        grads = {p: _summed([c.env[g] for g in grads_fx[p]]) for p in trained}
         updates = _updates(loss, [leaf[p] for p in trained], [grads[p] for p in trained], lr)
         g = Graph([loss, *updates], name=name)
     report.constants = [b for b in report.constants if b in g.tensors]
@@ -359,27 +382,21 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
     return g, loss.name, tuple(trained), report
 
 
+def _summed(grads: list[Tensor]) -> Tensor:
+    """A parameter's gradient: the sum over the names it is read under."""
+    total = grads[0]
+    for g in grads[1:]:
+        total = ops.add(total, g)
+    return total
+
+
 def _updates(loss: Tensor, params: list[Tensor], grads: list[Tensor], lr: float) -> list[Tensor]:
-    """sgd_update per parameter, after every reader of it (as `training_graph` does)."""
-    readers: dict[int, list[Tensor]] = {id(p): [] for p in params}
-    stack, seen = [loss, *grads], set()
-    while stack:
-        t = stack.pop()
-        call = t.call
-        if call is None or id(call) in seen:
-            continue
-        seen.add(id(call))
-        for i in call.inputs:
-            if id(i) in readers:
-                readers[id(i)].append(call.outputs[0])
-        stack.extend(call.inputs)
-    out = []
+    """`autodiff.sgd_updates`, once each gradient is known to fit its parameter."""
     for p, g in zip(params, grads):
         if g.shape != p.shape:
             raise TorchImportError(f"the gradient of {p.name} has shape {list(g.shape)}, "
                                    f"the parameter {list(p.shape)}")
-        out.append(sgd_update(p, g, lr, readers=readers[id(p)]))
-    return out
+    return sgd_updates(loss, params, grads, lr)
 
 
 def make_batch_fn(cap: Captured) -> Callable[[int], dict[str, np.ndarray]]:
