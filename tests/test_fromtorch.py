@@ -338,6 +338,23 @@ def test_tied_weights_are_one_parameter_with_the_summed_gradient():
     _assert_step_is_pytorchs(model, net, x, y, F.mse_loss, rel=1e-6)
 
 
+class _GRU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 6, batch_first=True)
+
+    def forward(self, x):
+        return torch.stack([h.sum(-1) for h in self.rnn(x)[0].unbind(1)], dim=-1)
+
+
+def test_a_recurrent_net_with_stack_imports_fully_and_matches_pytorch():
+    torch.manual_seed(9)
+    net, x, y = _GRU(), torch.randn(2, 3, 4), torch.randn(2, 3)
+    model = from_torch(net, (x,), F.mse_loss, targets=(y,), lr=LR)
+    assert model.report.runs, model.report.opaque
+    _assert_step_is_pytorchs(model, net, x, y, F.mse_loss)
+
+
 def test_loss_options_minigraph_lacks_stay_opaque_never_wrong():
     """Class weights (a tensor made inside the step) and an ignore_index that is a real
     class would change the loss; they become opaque, so the graph plans but never runs
@@ -369,6 +386,27 @@ def test_random_op_is_refused_naming_it():
         from_torch(net, (x,), F.cross_entropy, targets=(y,))
     net.eval()                                  # eval(): dropout is the identity
     assert from_torch(net, (x,), F.cross_entropy, targets=(y,)).report.runs
+
+
+class _Attention(nn.Module):
+    def __init__(self, dropout: float):
+        super().__init__()
+        self.att = nn.MultiheadAttention(8, 2, batch_first=True, dropout=dropout)
+
+    def forward(self, x):
+        return self.att(x, x, x, need_weights=False)[0]
+
+
+def test_attention_kernel_without_dropout_is_not_taken_for_a_random_op():
+    """PyTorch tags its fused attention kernels as seeded (for their dropout); at dropout 0
+    the kernel is exact, so it imports (opaque) and plans; with dropout it is refused."""
+    torch.manual_seed(8)
+    x = torch.randn(2, 5, 8)
+    model = from_torch(_Attention(0.0), (x,), lambda o: o.pow(2).mean())
+    assert any("scaled_dot_product" in aten for _, aten, _ in model.report.opaque)
+    assert mg.plan_memory(model.graph, planner="bestfit").arena_bytes > 0
+    with pytest.raises(TorchImportError, match="random op"):
+        from_torch(_Attention(0.5), (x,), lambda o: o.pow(2).mean())
 
 
 class _InPlace(nn.Module):

@@ -5,7 +5,7 @@
 joint forward + backward graph of ATen ops, functionalised, with every node's shape and dtype
 [Ansel 2024]. Each ATen node becomes minigraph nodes (`aten.py`): matmul/addmm/mm/bmm,
 elementwise ops, relu and its backward, conv2d and its two backward kernels, max/avg
-pooling and their backward, sum/mean, view/reshape/permute/transpose/expand/slice/cat,
+pooling and their backward, sum/mean, view/reshape/permute/transpose/expand/slice/cat/stack,
 softmax and log-softmax and their backward, nll-loss (as softmax cross-entropy), mse,
 batch and layer norm and their backward, tanh-GELU, embedding. An ATen op minigraph lacks
 becomes an `opaque` node (`minigraph.ops.opaque`) with PyTorch's output shapes, dtypes,

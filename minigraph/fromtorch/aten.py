@@ -170,6 +170,15 @@ def _cat(c, n):
     return ops.concat(list(xs), c.arg(n, 1, 0))
 
 
+@rule("stack")
+def _stack(c, n):
+    xs = list(c.arg(n, 0))
+    axis = c.arg(n, 1, 0) % (xs[0].ndim + 1)
+    # stack = concat of the inputs, each with a new axis of length 1 (a reshape: a copy)
+    return ops.concat([ops.reshape(x, (*x.shape[:axis], 1, *x.shape[axis:])) for x in xs],
+                      axis)
+
+
 # --- constants -------------------------------------------------------------------------------
 
 def _const(c, n, value: float):

@@ -228,8 +228,7 @@ class Converter:
             raise TorchImportError(f"node {n.name} calls {n.target}, not an ATen op (control "
                                    "flow such as torch.cond, or a Python function): the "
                                    "import needs one straight-line graph of ATen ops")
-        short = self.short(n)
-        if short in _RANDOM or torch.Tag.nondeterministic_seeded in n.target.tags:
+        if self._random(n):
             raise TorchImportError(
                 f"node {n.name} is the random op {n.target}: the import keeps no random "
                 "state, so the step would not match PyTorch's. Call module.eval() or set the "
@@ -238,6 +237,15 @@ class Converter:
             raise TorchImportError(f"node {n.name} is the in-place op {n.target}, which "
                                    "functionalisation did not remove; it cannot be imported")
         self.specs(n)                                   # refuses symbolic shapes, odd dtypes
+
+    def _random(self, n: Any) -> bool:
+        if self.short(n) in _RANDOM:
+            return True
+        if self.torch.Tag.nondeterministic_seeded not in n.target.tags:
+            return False
+        # Attention kernels carry the tag for their dropout: with dropout_p 0 they are exact.
+        names = [a.name for a in n.target._schema.arguments]
+        return "dropout_p" not in names or self.arg(n, names.index("dropout_p"), 0.0) != 0
 
     def _convert(self, n: Any) -> Any:
         short = self.short(n)
