@@ -21,7 +21,6 @@ with real kernels.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from .program import CostSpec, Program, as_program, resolve_budget
 from .record import DTRTrace
 from .runtime import DTRRuntime
 from .storages import run_program
-from .trace import parse_trace, replay_trace
+from .trace import parse_trace
 
 Candidate = tuple[str, DTROptions]
 
@@ -149,11 +148,11 @@ def simulate_best(source: Graph | Program, budget: int | None = None, *,
 
 
 def replay_best(source: Any, budget: int | None = None, *, ratio: float | None = None,
-                ratio_of: str | None = None, alignment: int = 1, constants: str = "inside",
+                ratio_of: str = "baseline", alignment: int = 1, constants: str = "inside",
                 candidates: Iterable[Candidate] | None = None, prune: bool = True,
                 **keywords: Any) -> PortfolioChoice:
     """`replay_trace` with the portfolio: the trace is parsed once and every candidate runs
-    at the same bytes (`ratio_of` None: `replay_trace`'s default, the authors' budget)."""
+    at the same bytes (by default the authors' budget, as `replay_trace`)."""
     program = source if isinstance(source, Program) else \
         parse_trace(source, alignment, constants=constants)
     b = trace_arena(program, budget, ratio, ratio_of)
@@ -161,10 +160,8 @@ def replay_best(source: Any, budget: int | None = None, *, ratio: float | None =
 
 
 def trace_arena(program: Program, budget: int | None = None, ratio: float | None = None,
-                ratio_of: str | None = None) -> int:
-    """The bytes `replay_trace` gives `program` (`ratio_of` None: its default)."""
-    if ratio_of is None:
-        ratio_of = inspect.signature(replay_trace).parameters["ratio_of"].default
+                ratio_of: str = "baseline") -> int:
+    """The bytes `replay_trace` gives `program` (by default the authors' budget)."""
     return resolve_budget(program, budget, ratio, ratio_of)
 
 
