@@ -170,17 +170,17 @@ def next_steps(model: str, batch: int | None, imported: bool = False) -> str:
             ("minigraph lab lessons/10_your_model.ipynb",
              "the lesson on importing a PyTorch model"),
         ]
-        width = max(len(c) for c, _ in tries)
-        return "\n".join(["what to try next:"] + [f"  {c:{width}}  {w}" for c, w in tries])
-    tries = [
-        (f"minigraph tour --model {other}", "another zoo model (all of them: minigraph models)"),
-        (f"minigraph tour --model {model} --batch {4 * batch}",
-         "a bigger batch: activations and gradients grow, parameters do not"),
-        (f"minigraph plan --model {model} --batch {batch} --planner anneal --time-limit 5",
-         "one planner, searching longer"),
-        ("minigraph lab", "the lessons in JupyterLab: this tour with pictures and a widget "
-                          "(lesson 00), then one technique per lesson"),
-    ]
+    else:
+        tries = [
+            (f"minigraph tour --model {other}",
+             "another zoo model (all of them: minigraph models)"),
+            (f"minigraph tour --model {model} --batch {4 * batch}",
+             "a bigger batch: activations and gradients grow, parameters do not"),
+            (f"minigraph plan --model {model} --batch {batch} --planner anneal "
+             "--time-limit 5", "one planner, searching longer"),
+            ("minigraph lab", "the lessons in JupyterLab: this tour with pictures and a "
+                              "widget (lesson 00), then one technique per lesson"),
+        ]
     width = max(len(c) for c, _ in tries)
     return "\n".join(["what to try next:"] + [f"  {c:{width}}  {w}" for c, w in tries])
 

@@ -283,6 +283,7 @@ def search_rounds(run: Run) -> None:
 RESTART_BASES = (Strategy("T", "flat", "fewest"), Strategy("T", "pair", "fewest"),
                  Strategy("TAZ", "flat", "fewest"))
 RESTARTS = 16             # restarts a round
+BISECT_RESTARTS = 11      # restarts per capacity the bisection tries
 
 
 def restarts(first: int, count: int) -> list[Strategy]:
@@ -459,7 +460,7 @@ def attempt(run: Run, cap: int, strategies: list[Strategy]) -> str:
 def bisect(run: Run) -> None:
     """Bisect (in grains) between the bounds down to about 0.4% of the lower bound; the
     last few grains above the lower bound are tried one by one. Each capacity gets the
-    strategy that last found a plan and eleven fresh random restarts."""
+    strategy that last found a plan and `BISECT_RESTARTS` fresh random restarts."""
     grain = run.problem.grain
     lo, hi = run.proved // grain + 1, run.best // grain - 1
     step = max(1, run.proved // grain // 256)
@@ -470,8 +471,8 @@ def bisect(run: Run) -> None:
             break
         else:
             mid = (lo + hi) // 2
-        tries = run.roomy[:1] + restarts(run.seed, 11)
-        run.seed += 11
+        tries = run.roomy[:1] + restarts(run.seed, BISECT_RESTARTS)
+        run.seed += BISECT_RESTARTS
         if attempt(run, mid * grain, tries) == FOUND:
             hi = min(hi, run.best // grain - 1)
         else:

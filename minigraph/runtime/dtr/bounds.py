@@ -53,15 +53,21 @@ class Bounds:
     def total(self) -> int:
         return self.external + self.peak
 
-    def arena_budget(self, ratio: float, ratio_of: str = "total") -> int:
+    def arena_budget(self, ratio: float, ratio_of: str = "total",
+                     baseline: int | None = None) -> int:
         """Arena bytes for a budget `ratio` of the total peak (the DTR paper's definition:
-        ratio x total - external) or, with `ratio_of="arena"`, of the arena peak
-        (`resolve_budget` also takes "baseline")."""
+        ratio x total - external), with `ratio_of="arena"` of the arena peak, or with
+        `ratio_of="baseline"` of the DTR authors' simulator's baseline peak (`baseline`,
+        a trace's unbudgeted live peak with constants; by default external + `live`)."""
         if ratio_of == "total":
             return int(ratio * self.total) - self.external
         if ratio_of == "arena":
             return int(ratio * self.peak)
-        raise BudgetError(f"ratio_of must be 'total' or 'arena', not {ratio_of!r}")
+        if ratio_of == "baseline":
+            base = self.live + self.external if baseline is None else baseline
+            return int(ratio * base) - self.external
+        raise BudgetError(f"ratio_of must be 'total', 'arena' or 'baseline', not "
+                          f"{ratio_of!r}")
 
     def ratios(self, budget: int) -> tuple[float, float]:
         """(of total, of arena) for an arena budget in bytes."""

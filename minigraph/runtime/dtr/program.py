@@ -295,11 +295,7 @@ def resolve_budget(program: Program, budget: int | None, ratio: float | None,
     if ratio is not None:
         ratio = budget_ratio(ratio)
         b = program.bounds()
-        if ratio_of == "baseline":
-            base = program.baseline_peak
-            arena = int(ratio * (b.live + b.external if base is None else base)) - b.external
-        else:
-            arena = b.arena_budget(ratio, ratio_of)
+        arena = b.arena_budget(ratio, ratio_of, program.baseline_peak)
         if arena < 0:
             raise BudgetError(
                 f"{ratio:g} x the total peak {b.total:,} B of {program.name} is below its "
