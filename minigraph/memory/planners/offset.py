@@ -17,8 +17,9 @@ CPU), quadratic on a training graph, where thousands of activations are alive at
 from forward to backward. `FreeSpace` answers from merged byte ranges kept in a segment
 tree over the steps, so its cost does not grow with the boxes in the way; `box_index`
 picks one of the two by how much the lifetimes overlap. Both give the same offsets.
-Best fit keeps its skyline in a heap and its unplaced buffers in a segment tree, so it
-too is O(n log n).
+Best fit keeps its skyline in a heap and its unplaced buffers in a segment tree: at most
+3n + 1 rounds of a heap pop and a pruned descent of the tree (log n nodes when the pruning
+holds; `benchmarks/plan_scaling.py` measures how far it does).
 """
 
 from __future__ import annotations
@@ -473,12 +474,18 @@ class Skyline:
 
     def lift(self, s: int) -> None:
         """Nothing fits on line `s`: raise it to its lower neighbour and merge them."""
-        nbrs = [self.h[q] for q in (self.prev[s], self.next[s]) if q >= 0]
+        a, b = self.prev[s], self.next[s]
+        nbrs = [self.h[q] for q in (a, b) if q >= 0]
         if not nbrs:     # one line over all time and nothing fits: cannot happen
             raise PlanError("bestfit: no buffer fits under the only offset line")
-        r = self._new(self.t0[s], self.t1[s], min(nbrs))
-        self._replace(s, [r])
-        self._settle(r)
+        h = min(nbrs)
+        first = a if a >= 0 and self.h[a] == h else s     # the line and the neighbours
+        last = b if b >= 0 and self.h[b] == h else s      # at that height become one
+        r = self._new(self.t0[first], self.t1[last], h)
+        for q in {first, s, last}:
+            self.alive[q] = False
+        self._link(self.prev[first], r)
+        self._link(r, self.next[last])
 
     def _new(self, t0: int, t1: int, h: int) -> int:
         self.t0.append(t0), self.t1.append(t1), self.h.append(h)
@@ -519,9 +526,12 @@ class Skyline:
 class _Unplaced:
     """The unplaced buffers, for one question: which is the best (longest-lived) one
     whose lifetime lies inside [t0, t1]? A segment tree over the buffers sorted by start
-    keeps, per node, the best rank and the earliest end among its unplaced buffers; a
-    branch-and-bound descent skips nodes that cannot fit (earliest end > t1) or cannot
-    win (best rank no better than the one found)."""
+    keeps, per node, the best rank and the earliest end among its unplaced buffers. The
+    buffers starting in [t0, t1] are a run of leaves, covered by O(log) nodes read bottom
+    up; a branch-and-bound descent from them, left to right, skips a node that cannot fit
+    (earliest end > t1), cannot win (best rank no better than the one found), or starts
+    too late to hold a longer-lived fit than the one found (a buffer starting at t fits
+    in at most t1 - t + 1 steps)."""
 
     INF = float("inf")
 
@@ -567,31 +577,50 @@ class _Unplaced:
         return [p for p in range(len(self.starts)) if self.who[self.size + p] >= 0]
 
     def remove(self, p: int) -> None:
+        best, who, min_end = self.best, self.who, self.min_end
         k = self.size + p
-        self.best[k], self.who[k], self.min_end[k] = self.INF, -1, self.INF
+        best[k], who[k], min_end[k] = self.INF, -1, self.INF
         k //= 2
-        while k:
-            self._pull(k)
+        while k:                                # _pull, inlined: a remove is log n of them
+            a = 2 * k
+            if best[a] > best[a + 1]:
+                a += 1
+            best[k], who[k] = best[a], who[a]
+            min_end[k] = min(min_end[2 * k], min_end[2 * k + 1])
             k //= 2
 
     def find(self, t0: int, t1: int) -> int:
         """Position of the best unplaced buffer with t0 <= start and end <= t1, or -1."""
-        lo, hi = bisect_left(self.starts, t0), bisect_right(self.starts, t1)
-        if lo >= hi:
-            return -1
-        best_rank, best_pos = self.INF, -1
-        best, who, min_end, ends = self.best, self.who, self.min_end, self.ends
-        stack = [(1, 0, self.size)]
-        pop, push = stack.pop, stack.append
+        starts = self.starts
+        lo, hi = bisect_left(starts, t0), bisect_right(starts, t1)
+        best, who, min_end, ends, size = self.best, self.who, self.min_end, self.ends, self.size
+        left, right = [], []                    # the nodes covering [lo, hi) where one fits
+        a, b = lo + size, hi + size
+        while a < b:
+            if a & 1:
+                if min_end[a] <= t1:
+                    left.append(a)
+                a += 1
+            if b & 1:
+                b -= 1
+                if min_end[b] <= t1:
+                    right.append(b)
+            a >>= 1
+            b >>= 1
+        stack = right + left[::-1]              # popped left to right
+        best_rank, best_pos, reach = self.INF, -1, t1 + 1
+        levels = size.bit_length()
         while stack:
-            k, a, b = pop()
-            if b <= lo or hi <= a or min_end[k] > t1 or best[k] >= best_rank:
+            k = stack.pop()
+            if min_end[k] > t1 or best[k] >= best_rank:
                 continue
-            if lo <= a and b <= hi and ends[who[k]] <= t1:
-                best_rank, best_pos = best[k], who[k]       # the node's best fits
+            w = who[k]
+            if ends[w] <= t1:                   # the node's best fits: nothing below beats it
+                best_rank, best_pos = best[k], w
+                reach = t1 - (ends[w] - starts[w])  # a later start fits only shorter lives
                 continue
-            if b - a > 1:
-                m = (a + b) // 2
-                push((2 * k + 1, m, b))
-                push((2 * k, a, m))
+            first = (k << (levels - k.bit_length())) - size     # the node's first position
+            if k < size and starts[first] <= reach:
+                stack.append(2 * k + 1)
+                stack.append(2 * k)
         return best_pos
