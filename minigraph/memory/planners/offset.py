@@ -561,33 +561,26 @@ class _Unplaced:
         for p in range(n):
             self.best[size + p], self.who[size + p] = rank[p], p
             self.min_end[size + p] = ends[p]
-        for k in range(size - 1, 0, -1):
-            self._pull(k)
+        self._pull(range(size - 1, 0, -1))
 
-    def _pull(self, k: int) -> None:
-        a, b = 2 * k, 2 * k + 1
-        if self.best[a] <= self.best[b]:
-            self.best[k], self.who[k] = self.best[a], self.who[a]
-        else:
-            self.best[k], self.who[k] = self.best[b], self.who[b]
-        self.min_end[k] = min(self.min_end[a], self.min_end[b])
+    def _pull(self, nodes: Iterable[int]) -> None:
+        """Recompute each of `nodes` from its two children (children before parents)."""
+        best, who, min_end = self.best, self.who, self.min_end
+        for k in nodes:
+            a = 2 * k
+            if best[a] > best[a + 1]:
+                a += 1
+            best[k], who[k] = best[a], who[a]
+            min_end[k] = min(min_end[2 * k], min_end[2 * k + 1])
 
     def left(self) -> list[int]:
         """The positions not removed yet."""
         return [p for p in range(len(self.starts)) if self.who[self.size + p] >= 0]
 
     def remove(self, p: int) -> None:
-        best, who, min_end = self.best, self.who, self.min_end
-        k = self.size + p
-        best[k], who[k], min_end[k] = self.INF, -1, self.INF
-        k //= 2
-        while k:                                # _pull, inlined: a remove is log n of them
-            a = 2 * k
-            if best[a] > best[a + 1]:
-                a += 1
-            best[k], who[k] = best[a], who[a]
-            min_end[k] = min(min_end[2 * k], min_end[2 * k + 1])
-            k //= 2
+        leaf = self.size + p
+        self.best[leaf], self.who[leaf], self.min_end[leaf] = self.INF, -1, self.INF
+        self._pull(leaf >> d for d in range(1, leaf.bit_length()))     # its ancestors
 
     def find(self, t0: int, t1: int) -> int:
         """Position of the best unplaced buffer with t0 <= start and end <= t1, or -1."""
