@@ -474,18 +474,10 @@ class Skyline:
 
     def lift(self, s: int) -> None:
         """Nothing fits on line `s`: raise it to its lower neighbour and merge them."""
-        a, b = self.prev[s], self.next[s]
-        nbrs = [self.h[q] for q in (a, b) if q >= 0]
+        nbrs = [self.h[q] for q in (self.prev[s], self.next[s]) if q >= 0]
         if not nbrs:     # one line over all time and nothing fits: cannot happen
             raise PlanError("bestfit: no buffer fits under the only offset line")
-        h = min(nbrs)
-        first = a if a >= 0 and self.h[a] == h else s     # the line and the neighbours
-        last = b if b >= 0 and self.h[b] == h else s      # at that height become one
-        r = self._new(self.t0[first], self.t1[last], h)
-        for q in {first, s, last}:
-            self.alive[q] = False
-        self._link(self.prev[first], r)
-        self._link(r, self.next[last])
+        self._join(s, min(nbrs))
 
     def _new(self, t0: int, t1: int, h: int) -> int:
         self.t0.append(t0), self.t1.append(t1), self.h.append(h)
@@ -509,18 +501,19 @@ class Skyline:
 
     def _settle(self, s: int) -> None:
         """Merge s with neighbours of the same height (lines never touch at one height)."""
-        if self.prev[s] >= 0 and self.h[self.prev[s]] == self.h[s]:
-            s = self._merge(self.prev[s], s)
-        if self.next[s] >= 0 and self.h[self.next[s]] == self.h[s]:
-            self._merge(s, self.next[s])
+        if any(q >= 0 and self.h[q] == self.h[s] for q in (self.prev[s], self.next[s])):
+            self._join(s, self.h[s])
 
-    def _merge(self, a: int, b: int) -> int:
-        """Merge adjacent equal-height segments a, b (a left of b) into a new one."""
-        m = self._new(self.t0[a], self.t1[b], self.h[a])
-        self.alive[a] = self.alive[b] = False
-        self._link(self.prev[a], m)
-        self._link(m, self.next[b])
-        return m
+    def _join(self, s: int, h: int) -> None:
+        """Segment s, set to height h, and its neighbours at height h become one new line."""
+        a, b = self.prev[s], self.next[s]
+        first = a if a >= 0 and self.h[a] == h else s
+        last = b if b >= 0 and self.h[b] == h else s
+        m = self._new(self.t0[first], self.t1[last], h)
+        for q in {first, s, last}:
+            self.alive[q] = False
+        self._link(self.prev[first], m)
+        self._link(m, self.next[last])
 
 
 class _Unplaced:
