@@ -6,7 +6,13 @@ import pytest
 
 from minigraph.errors import PlanError
 from minigraph.memory.buffers import Buffer, theoretical_minimum, validate_offsets
-from minigraph.memory.challenge import GAP_13, GAP_MINIMUM, challenge_instance
+from minigraph.memory.challenge import (
+    GAP_13,
+    GAP_MINIMUM,
+    GAP_PLAN,
+    challenge_instance,
+    challenge_plan,
+)
 from minigraph.memory.planners import plan_buffers
 from minigraph.memory.planners.search import (
     FOUND,
@@ -65,3 +71,18 @@ def test_search_proves_a_bound_above_the_minimum_and_reports_the_gap():
 def test_too_few_buffers_are_refused():
     with pytest.raises(PlanError, match="too small"):
         challenge_instance(20, seed=0)
+
+
+def test_gap_plan_is_a_plan_of_the_obstruction_in_one_unit_more():
+    bufs = [Buffer(k, s, e, z) for k, (s, e, z) in enumerate(GAP_13)]
+    validate_offsets(bufs, dict(enumerate(GAP_PLAN)), arena_bytes=GAP_MINIMUM + 1)
+
+
+@pytest.mark.parametrize("n, seed", [(150, 0), (300, 1), (450, 1), (450, 2)])
+def test_the_construction_gives_a_valid_plan_a_few_units_above_the_capacity(n, seed):
+    bufs, offsets = challenge_plan(n, seed)
+    assert bufs == challenge_instance(n, seed)
+    validate_offsets(bufs, offsets)
+    arena = max(offsets[b.id] + b.size for b in bufs)
+    # two obstructions, one unit each (a unit is under 1/21 of the capacity)
+    assert 1 << 20 < arena <= (1 << 20) * (1 + 2 / GAP_MINIMUM)

@@ -34,6 +34,7 @@ from .instances import guillotine_tiling
 GAP_13 = ((6, 12, 3), (3, 9, 3), (0, 4, 3), (4, 4, 2), (3, 3, 6), (0, 1, 6), (1, 6, 2),
           (1, 5, 1), (9, 9, 3), (4, 5, 1), (5, 10, 4), (0, 6, 6), (4, 11, 3))
 GAP_MINIMUM = 21          # its theoretical minimum, in units (its optimum is 22)
+GAP_PLAN = (3, 12, 15, 4, 0, 0, 19, 21, 6, 3, 15, 6, 0)     # offsets of a 22-unit plan
 GAP_STEPS = 13
 
 
@@ -45,6 +46,18 @@ def challenge_instance(n: int, seed: int = 0, capacity: int = 1 << 20,
     The theoretical minimum is `capacity`; the optimum exceeds it by at least the largest
     unit of the obstructions (see the module docstring). Sizes are multiples of `granule`
     bytes, like MiniMalloc's KiB-sized buffers. Deterministic in `seed`."""
+    return challenge_plan(n, seed, capacity, granule, obstructions)[0]
+
+
+def challenge_plan(n: int, seed: int = 0, capacity: int = 1 << 20, granule: int = 1024,
+                   obstructions: int = 2) -> tuple[list[Buffer], dict[int, int]]:
+    """`challenge_instance` and the plan its construction gives (offsets by id), whose
+    arena bounds the optimum from above as a proof bounds it from below.
+
+    The plan is the tiling's layout, opened at each obstruction: every box at or above
+    the top of the obstruction's room moves up one unit (at every step: two boxes that
+    did not collide cannot collide after all those above some offset moved up alike), and
+    the obstruction takes the room and that unit, laid out as `GAP_PLAN`."""
     extra = obstructions * (len(GAP_13) + 1)
     if n < extra + 8 or obstructions < 1:
         raise PlanError(f"challenge_instance: n = {n!r} is too small for {obstructions!r} "
@@ -52,14 +65,29 @@ def challenge_instance(n: int, seed: int = 0, capacity: int = 1 << 20,
     rng = random.Random(seed)
     tiles = n - extra
     tiling, layout = guillotine_tiling(tiles, capacity, 2 * tiles, seed, granule)
-    boxes = [(b.start, b.end, b.size) for b in tiling]
+    boxes = [(b.start, b.end, b.size, layout[b.id]) for b in tiling]    # (s, e, z, offset)
     for t in sorted(_stretch_steps(tiling, layout, granule, obstructions, rng), reverse=True):
-        room = capacity - sum(z for s, e, z in boxes if s < t <= e)
-        boxes = [(s + GAP_STEPS * (s >= t), e + GAP_STEPS * (e >= t), z)
-                 for s, e, z in boxes]
-        boxes += _obstruction(t, room, granule, rng.random() < 0.5)
+        across = sorted((y, y + z) for s, e, z, y in boxes if s < t <= e)
+        room = capacity - sum(hi - lo for lo, hi in across)
+        floor = _gap_of(across, room)
+        unit, added = _obstruction(t, room, granule, rng.random() < 0.5)
+        boxes = [(s + GAP_STEPS * (s >= t), e + GAP_STEPS * (e >= t), z,
+                  y + unit * (y >= floor + room)) for s, e, z, y in boxes]
+        boxes += [(s, e, z, floor + y) for s, e, z, y in added]
     boxes.sort()
-    return [Buffer(k, s, e, z) for k, (s, e, z) in enumerate(boxes)]
+    return ([Buffer(k, s, e, z) for k, (s, e, z, _) in enumerate(boxes)],
+            {k: y for k, (_, _, _, y) in enumerate(boxes)})
+
+
+def _gap_of(taken: list[tuple[int, int]], room: int) -> int:
+    """The lowest offset where `room` bytes are free among the sorted ranges `taken`
+    (the room the obstruction fills: where the tiling's boxes ending before it were)."""
+    top = 0
+    for lo, hi in taken:
+        if lo - top >= room:
+            return top
+        top = max(top, hi)
+    return top
 
 
 def _stretch_steps(tiling: list[Buffer], layout: dict, granule: int, count: int,
@@ -84,10 +112,13 @@ def _stretch_steps(tiling: list[Buffer], layout: dict, granule: int, count: int,
 
 
 def _obstruction(t: int, room: int, granule: int, mirror: bool
-                 ) -> list[tuple[int, int, int]]:
+                 ) -> tuple[int, list[tuple[int, int, int, int]]]:
     """`GAP_13` at steps t .. t + 12, its unit the largest multiple of `granule` with
-    21 units below `room` bytes, and one buffer over all 13 steps holding the rest."""
+    21 units below `room` bytes, and one buffer over all 13 steps holding the rest:
+    (unit, boxes as (start, end, size, offset in `room` + unit bytes)); the offsets are
+    `GAP_PLAN`'s, the filler on top of its 22 units."""
     unit = (room - 1) // GAP_MINIMUM // granule * granule      # leaves some room over
     out = [(t + (GAP_STEPS - 1 - e if mirror else s), t + (GAP_STEPS - 1 - s if mirror else e),
-            z * unit) for s, e, z in GAP_13]
-    return out + [(t, t + GAP_STEPS - 1, room - GAP_MINIMUM * unit)]
+            z * unit, y * unit) for (s, e, z), y in zip(GAP_13, GAP_PLAN)]
+    return unit, out + [(t, t + GAP_STEPS - 1, room - GAP_MINIMUM * unit,
+                         (GAP_MINIMUM + 1) * unit)]
