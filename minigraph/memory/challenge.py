@@ -27,6 +27,7 @@ import random
 from ..errors import PlanError
 from .buffers import Buffer
 from .instances import guillotine_tiling
+from .planners.offset import lowest_gap
 
 # (start, end, size in units) of 13 buffers over 13 steps: at most 21 units alive at a
 # step, yet no plan within 21 units (the search exhausts every canonical plan; the ILP
@@ -67,9 +68,9 @@ def challenge_plan(n: int, seed: int = 0, capacity: int = 1 << 20, granule: int 
     tiling, layout = guillotine_tiling(tiles, capacity, 2 * tiles, seed, granule)
     boxes = [(b.start, b.end, b.size, layout[b.id]) for b in tiling]    # (s, e, z, offset)
     for t in sorted(_stretch_steps(tiling, layout, granule, obstructions, rng), reverse=True):
-        across = sorted((y, y + z) for s, e, z, y in boxes if s < t <= e)
+        across = [(y, y + z) for s, e, z, y in boxes if s < t <= e]
         room = capacity - sum(hi - lo for lo, hi in across)
-        floor = _gap_of(across, room)
+        floor = lowest_gap(across, room)       # the room: where the boxes ending at t - 1 were
         unit, added = _obstruction(t, room, granule, rng.random() < 0.5)
         boxes = [(s + GAP_STEPS * (s >= t), e + GAP_STEPS * (e >= t), z,
                   y + unit * (y >= floor + room)) for s, e, z, y in boxes]
@@ -77,17 +78,6 @@ def challenge_plan(n: int, seed: int = 0, capacity: int = 1 << 20, granule: int 
     boxes.sort()
     return ([Buffer(k, s, e, z) for k, (s, e, z, _) in enumerate(boxes)],
             {k: y for k, (_, _, _, y) in enumerate(boxes)})
-
-
-def _gap_of(taken: list[tuple[int, int]], room: int) -> int:
-    """The lowest offset where `room` bytes are free among the sorted ranges `taken`
-    (the room the obstruction fills: where the tiling's boxes ending before it were)."""
-    top = 0
-    for lo, hi in taken:
-        if lo - top >= room:
-            return top
-        top = max(top, hi)
-    return top
 
 
 def _stretch_steps(tiling: list[Buffer], layout: dict, granule: int, count: int,
