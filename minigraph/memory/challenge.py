@@ -17,7 +17,9 @@ minimum is the capacity; but no plan fits there (the buffers alive through the i
 steps hold the same bytes at each of them, and the obstruction needs one more unit),
 so the optimum is at least the capacity plus one unit. The search proves that bound by
 solving the inserted steps alone (`planners.search.window_proof`); a tiling elsewhere
-may push the optimum higher still.
+may push the optimum higher still. From above, the optimum is bounded by the plan the
+construction itself gives (`challenge_plan`): the tiling's layout with one unit opened
+above each obstruction's room.
 """
 
 from __future__ import annotations
