@@ -139,17 +139,6 @@ def _start_lab(root: Path, env: dict, log_path: Path) -> tuple[subprocess.Popen,
     pytest.fail("JupyterLab did not start: every port tried was taken:\n" + text[-3000:])
 
 
-def _accept_kernel_dialog(page, wait_ms: int = 1500) -> None:
-    """JupyterLab may ask which kernel to start; take the one it proposes (Python 3)."""
-    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
-    try:
-        dialog.wait_for(state="visible", timeout=wait_ms)
-    except Exception:
-        return
-    dialog.locator("button", has_text="Select").last.click()
-    dialog.wait_for(state="hidden", timeout=WAIT_MS)
-
-
 def _dismiss_notifications(page) -> None:
     """Close JupyterLab's toasts (the news question) so they do not cover the widget."""
     for button in page.locator(".jp-Notification-Toast-Close, .Toastify__close-button").all():
@@ -232,16 +221,33 @@ def _notebook(path: Path, source: str) -> None:
 
 
 def _run_all(page, url: str) -> None:
-    """Open a notebook, wait for its kernel, then Run > Run All Cells as a student would."""
+    """Open a notebook and Run > Run All Cells as a student would, answering JupyterLab's
+    "Select Kernel" question (take Python 3) whenever it comes: on a busy machine it can
+    come late, after the click, and the click then runs nothing. So: until a code cell
+    has started ("[*]" or "[n]"), answer the question when it is up, and click Run All
+    again when nothing has started a minute after the last click."""
     from playwright.sync_api import expect
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=WAIT_MS)
-    expect(page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
-           .first).to_have_attribute("data-status", "idle", timeout=WAIT_MS)
-    _accept_kernel_dialog(page)
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-    _accept_kernel_dialog(page)
+    started = page.locator(".jp-CodeCell .jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]"))
+    question = page.locator(".jp-Dialog", has_text="Select Kernel")
+    indicator = page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator").first
+    deadline, clicked = time.monotonic() + WAIT_S, None
+    while started.count() == 0:
+        if time.monotonic() > deadline:
+            pytest.fail(f"no cell of {url} started in {WAIT_S} s")
+        if question.is_visible():
+            question.locator("button", has_text="Select").last.click()
+            question.wait_for(state="hidden", timeout=WAIT_MS)
+        elif clicked is None or time.monotonic() - clicked > RECLICK_S:
+            expect(indicator).to_have_attribute("data-status", "idle", timeout=WAIT_MS)
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            clicked = time.monotonic()
+        page.wait_for_timeout(1000)     # a pause between looks, not a limit
+
+
+RECLICK_S = 60  # Run All again when nothing started this long after it and no question is up
 
 
 def _shut_down_kernels(page, name: str) -> None:
