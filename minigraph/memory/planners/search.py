@@ -35,14 +35,17 @@ since a depth-first search's time is heavy-tailed [Gomes 2000]).
 It starts from bestfit (and greedy-size, if bestfit misses the theoretical minimum),
 looks for a bound above the theoretical minimum in small time windows solved exactly
 (`window_proof`: a window with no plan within C bytes proves the whole problem has
-none), asks for a plan at the best lower bound (success proves optimality), then bisects
-between it and the best plan. The time limit covers all of it, the start included; a
+none), builds a plan around those windows (`plan_around_window`: what a window holds is
+planned alone and stands in the rest as one block, opened up afterwards), asks for a
+plan at the best lower bound (success proves optimality), then bisects between it and
+the best plan. The time limit covers all of it, the start included; a
 problem too large for its tables to be built in the time left (tens of thousands of
 buffers) keeps the start plan, with a note that says so.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -196,6 +199,7 @@ class Run:
     nodes: int = 0
     stopped: str = ""
     why_bound: str = ""
+    window: tuple[int, int] | None = None       # the sections [a, b) that proved it
     seed: int = 1000
     roomy: list[Strategy] = field(default_factory=lambda: list(PORTFOLIO))
 
@@ -207,7 +211,8 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
 
     Starts from bestfit (and greedy-size, when bestfit misses the theoretical minimum),
     so it is never worse than either. A bound stronger than the theoretical minimum is
-    looked for in small time windows (`window_proof`). Then each round gives the
+    looked for in small time windows (`window_proof`), and a plan built around the
+    windows that prove it (`plan_around_window`). Then each round gives the
     strategies of `PORTFOLIO` (four, then `RESTARTS` random restarts, then the rest) a
     node budget to find a plan at the lower bound, the later batches each followed by a
     bisection between the lower bound and the best plan so far; budgets double from
@@ -251,6 +256,8 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
     start = run.best
     if run.best > run.proved:
         prove_bound(run, time_limit)
+    if run.best > run.proved and run.window is not None:
+        plan_around_window(run, items)
     search_rounds(run)
     for b, o in zip(items, run.plan):
         offsets[b.id] = o
@@ -418,10 +425,97 @@ def prove_bound(run: Run, time_limit: float | None) -> None:
         window = window_proof(p, run.proved, nodes, until, fits_at)
         if window is None:
             break
-        a, b = window
+        a, b = run.window = window
         run.proved = (run.proved // grain + 1) * grain
         run.why_bound = f"steps {p.cuts[a]}..{p.cuts[b] - 1} alone have no plan below it"
     run.nodes += total - nodes[0]
+
+
+# ---------------------------------------------------------------------------------------
+# An upper bound from the same window: plan its own buffers apart, the rest around them.
+# ---------------------------------------------------------------------------------------
+
+AROUND_SHARE = 0.5        # the share of the time (or of node_limit) left for it
+AROUND_NODES = 100        # the most nodes a buffer for planning the problem of blocks
+
+
+def plan_around_window(run: Run, items: Sequence[Buffer]) -> None:
+    """A plan built around the windows that prove bounds (the constructive side of
+    `window_proof`). The buffers alive only near the window (`private_buffers`: their own
+    plan needs H bytes, more than their minimum h) are planned alone and replaced by one
+    block of h bytes over their steps; the same is done around the window that proves
+    the new problem's minimum wrong, while there is one. The problem of blocks is then
+    planned by the search, and each block is opened to H bytes: every box at or above its
+    top moves up H - h bytes, which keeps the plan valid (two boxes that did not collide
+    cannot collide once all those above some offset moved up alike), and the block's
+    buffers take their plan where it was. Kept when smaller than `run.best`."""
+    left = None if run.deadline is None else run.deadline - time.perf_counter()
+    nodes = None if run.node_limit is None else \
+        int(AROUND_SHARE * (run.node_limit - run.nodes))
+    if left is not None and left < 0.1 or nodes is not None and nodes < 2:
+        return
+    start = run.nodes
+    boxes = [Buffer(i, b.start, b.end, b.size) for i, b in enumerate(items)]
+    problem, window, blocks = run.problem, run.window, []
+    while window is not None:
+        private = private_buffers(run, problem, boxes, window)
+        if private is None or any(boxes[k].id < 0 for k in private):
+            break
+        inner = [Buffer(k, boxes[i].start, boxes[i].end, boxes[i].size)
+                 for k, i in enumerate(private)]
+        alone = plan_search(inner, time_limit=None, node_limit=WINDOW_NODES)
+        h = theoretical_minimum(inner)
+        blocks.append(([boxes[i].id for i in private], alone, h))
+        mine = set(private)
+        boxes = [b for k, b in enumerate(boxes) if k not in mine] + [
+            Buffer(-len(blocks), min(b.start for b in inner), max(b.end for b in inner), h)]
+        problem = Problem(boxes)
+        budget = [WINDOW_NODES]
+        window = window_proof(problem, problem.lower_bound, budget, run.deadline, {})
+        run.nodes += WINDOW_NODES - budget[0]
+    if not blocks:
+        return
+    share = None if left is None else AROUND_SHARE * (run.deadline - time.perf_counter())
+    budget = AROUND_NODES * len(boxes)      # a tiling is found fast or not at all
+    if nodes is not None:
+        budget = max(min(budget, nodes - (run.nodes - start)), 2)
+    around = plan_search(boxes, time_limit=share, node_limit=budget)
+    used = re.search(r"(\d+) nodes", around.note)     # the note of the nested search
+    run.nodes += int(used.group(1)) if used else 0
+    placed = around.offsets
+    for k, (ids, alone, h) in enumerate(blocks):
+        top, lift = placed[-k - 1] + h, alone.arena_bytes - h
+        placed = {i: o + lift * (o >= top) for i, o in placed.items()}
+        placed.update((i, placed[-k - 1] + alone.offsets[j]) for j, i in enumerate(ids))
+    plan = [placed[i] for i in range(len(items))]
+    arena = _arena(run.problem, plan)
+    if arena < run.best:
+        run.best, run.plan = arena, plan
+
+
+def private_buffers(run: Run, p: Problem, boxes: Sequence[Buffer], window: tuple[int, int]
+                    ) -> list[int] | None:
+    """The buffers (indices into `boxes`, those of problem `p`) alive only within the
+    window widened by k sections, for the least k at which they alone have no plan within
+    their own minimum (so they hold what raised the bound); None when none does with at
+    most `WINDOW_BUFFERS`."""
+    a, b = window
+    for k in range(WINDOW_WIDTH + 1):
+        first, last = p.cuts[max(a - k, 0)], p.cuts[min(b + k, p.n_sections)] - 1
+        inside = [i for i, x in enumerate(boxes) if first <= x.start and x.end <= last]
+        if len(inside) > WINDOW_BUFFERS:
+            return None
+        if len(inside) < 2:
+            continue
+        sub = Problem([boxes[i] for i in inside])
+        status, _, used = feasible(sub, sub.lower_bound, PORTFOLIO[0], WINDOW_NODES,
+                                   run.deadline)
+        run.nodes += used
+        if status == INFEASIBLE:
+            return inside
+        if status == TIMEOUT:
+            return None
+    return None
 
 
 class _Solved(NamedTuple):
