@@ -456,26 +456,15 @@ def plan_around_window(run: Run, items: Sequence[Buffer]) -> None:
         return
     start = run.nodes
     boxes = [Buffer(i, b.start, b.end, b.size) for i, b in enumerate(items)]
-    problem, window, blocks = run.problem, run.window, []
-    while window is not None:
-        private = private_buffers(run, problem, boxes, window)
-        if private is None or any(boxes[k].id < 0 for k in private):
-            break
-        inner = [Buffer(k, boxes[i].start, boxes[i].end, boxes[i].size)
-                 for k, i in enumerate(private)]
-        alone = plan_search(inner, time_limit=None, node_limit=WINDOW_NODES)
-        h = theoretical_minimum(inner)
-        blocks.append(([boxes[i].id for i in private], alone, h))
-        mine = set(private)
-        boxes = [b for k, b in enumerate(boxes) if k not in mine] + [
-            Buffer(-len(blocks), min(b.start for b in inner), max(b.end for b in inner), h)]
-        problem = Problem(boxes)
-        budget = [WINDOW_NODES]
-        window = window_proof(problem, problem.lower_bound, budget, run.deadline, {})
-        run.nodes += WINDOW_NODES - budget[0]
+    try:
+        boxes, blocks = _blocks(run, boxes)
+    except OutOfTime:                       # a problem of blocks took too long to build
+        return
     if not blocks:
         return
     share = None if left is None else AROUND_SHARE * (run.deadline - time.perf_counter())
+    if share is not None and share < 0.05:
+        return
     budget = AROUND_NODES * len(boxes)      # a tiling is found fast or not at all
     if nodes is not None:
         budget = max(min(budget, nodes - (run.nodes - start)), 2)
@@ -491,6 +480,29 @@ def plan_around_window(run: Run, items: Sequence[Buffer]) -> None:
     arena = _arena(run.problem, plan)
     if arena < run.best:
         run.best, run.plan = arena, plan
+
+
+def _blocks(run: Run, boxes: list[Buffer]) -> tuple[list[Buffer], list]:
+    """The boxes with each proving window's own buffers replaced by a block (ids -1, -2,
+    ...), and per block: the ids it holds, their plan alone, its height."""
+    problem, window, blocks = run.problem, run.window, []
+    while window is not None:
+        private = private_buffers(run, problem, boxes, window)
+        if private is None or any(boxes[k].id < 0 for k in private):
+            break
+        inner = [Buffer(k, boxes[i].start, boxes[i].end, boxes[i].size)
+                 for k, i in enumerate(private)]
+        alone = plan_search(inner, time_limit=None, node_limit=WINDOW_NODES)
+        h = theoretical_minimum(inner)
+        blocks.append(([boxes[i].id for i in private], alone, h))
+        mine = set(private)
+        boxes = [b for k, b in enumerate(boxes) if k not in mine] + [
+            Buffer(-len(blocks), min(b.start for b in inner), max(b.end for b in inner), h)]
+        problem = Problem(boxes, Deadline(run.deadline))
+        budget = [WINDOW_NODES]
+        window = window_proof(problem, problem.lower_bound, budget, run.deadline, {})
+        run.nodes += WINDOW_NODES - budget[0]
+    return boxes, blocks
 
 
 def private_buffers(run: Run, p: Problem, boxes: Sequence[Buffer], window: tuple[int, int]
