@@ -87,6 +87,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
            "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings")}
+    # Start a notebook's preferred kernel (Python 3) without asking: on a busy machine the
+    # question came at no predictable time, and a Run All clicked before it ran nothing.
+    tracker = tmp / "settings/@jupyterlab/notebook-extension/tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"autoStartDefaultKernel": True}))
     proc, url = None, ""
     LAB_ROOT[:] = [root]
     try:
@@ -230,7 +235,7 @@ def _run_all(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=WAIT_MS)
     started = page.locator(".jp-CodeCell .jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]"))
-    question = page.locator(".jp-Dialog", has_text="Select Kernel")
+    question = page.locator(".jp-Dialog", has_text="Select Kernel").first
     indicator = page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator").first
     deadline, clicked = time.monotonic() + WAIT_S, None
     while started.count() == 0:
