@@ -226,16 +226,17 @@ def _notebook(path: Path, source: str) -> None:
 
 
 def _run_all(page, url: str) -> None:
-    """Open a notebook and Run > Run All Cells as a student would, answering JupyterLab's
-    "Select Kernel" question (take Python 3) whenever it comes: on a busy machine it can
-    come late, after the click, and the click then runs nothing. So: until a code cell
-    has started ("[*]" or "[n]"), answer the question when it is up, and click Run All
-    again when nothing has started a minute after the last click."""
-    from playwright.sync_api import expect
+    """Open a notebook and Run > Run All Cells as a student would. On a busy machine the
+    notebook can come up with no kernel (JupyterLab once shut the first one down a second
+    after starting it), or JupyterLab can ask which kernel to start at any moment, and a
+    Run All clicked then runs nothing. So, until a code cell has started ("[*]" or "[n]"):
+    answer the question when it is up (Python 3), ask for a kernel when there is none,
+    and click Run All when the kernel is idle and no click is pending (a minute)."""
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=WAIT_MS)
     started = page.locator(".jp-CodeCell .jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]"))
     question = page.locator(".jp-Dialog", has_text="Select Kernel").first
+    kernel = page.locator(".jp-NotebookPanel .jp-Toolbar-kernelName").first
     indicator = page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator").first
     deadline, clicked = time.monotonic() + WAIT_S, None
     while started.count() == 0:
@@ -244,8 +245,10 @@ def _run_all(page, url: str) -> None:
         if question.is_visible():
             question.locator("button", has_text="Select").last.click()
             question.wait_for(state="hidden", timeout=WAIT_MS)
-        elif clicked is None or time.monotonic() - clicked > RECLICK_S:
-            expect(indicator).to_have_attribute("data-status", "idle", timeout=WAIT_MS)
+        elif "No Kernel" in (kernel.text_content() or ""):
+            kernel.click()                          # JupyterLab asks which one
+        elif indicator.get_attribute("data-status") == "idle" and (
+                clicked is None or time.monotonic() - clicked > RECLICK_S):
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
             clicked = time.monotonic()
