@@ -130,7 +130,7 @@ def box_index(spans: Sequence[tuple[int, int]]) -> TimeIndex | FreeSpace:
     return TimeIndex()
 
 
-DENSE = 256     # about where FreeSpace overtakes TimeIndex on the hard instances
+DENSE = 200     # about where FreeSpace overtakes TimeIndex on the hard instances
 
 
 def overlapping_pairs(spans: Sequence[tuple[int, int]]) -> int:
@@ -144,20 +144,22 @@ class FreeSpace:
     """Placed boxes, kept to answer "the lowest offset free at every step of these spans"
     without reading every box in the way.
 
-    A segment tree over the steps (ranked: only their order matters). Node v keeps
-    `used[v]`: the byte ranges of the boxes that reach into v's steps, merged into
-    disjoint sorted runs - all of them at a *wide* node (`wide` steps or more), else
+    A segment tree whose leaves are *stretches*: the runs of steps between one lifetime
+    bound and the next (a start, or the step after an end), inside which no box begins
+    or ends. A span is tiled by O(log) nodes (`_nodes`), and it cuts their ancestors.
+    Node v keeps `used[v]`: the byte ranges of the boxes that reach into v, merged into
+    disjoint sorted runs - all of them at a *wide* node (over `wide` stretches), else
     only those that cover no whole ancestor of v; and `cover[v]`: the boxes that cover
-    all of v's steps but no whole ancestor. The boxes alive at some step of a span are
-    then exactly those of `used` at the O(log steps) nodes that tile the span and of
-    `cover` at their ancestors. Those sets can interleave (a training graph's stack of
-    activations, each held over a different stretch, is split over many nodes), so every
-    `stride`-th step is also a *probe* that keeps the exact union of the boxes alive at
-    it: a short list, since the stack is a few runs of bytes at any one step. A query
-    reads the probes inside its span first, which lets `lowest_free` jump over the stack
-    in a few steps. `stride` and `wide` are set from the lifetimes so that a box reaches
-    about `PROBES_PER_BOX` probes and `WIDE_PER_BOX` wide nodes on average (beyond one
-    per level), so they cost O(n log n) merges in all.
+    all of v but no whole ancestor. The boxes alive at some step of a span are then
+    exactly those of `used` at its tiles and of `cover` at the nodes it cuts. Those sets
+    can interleave (a training graph's stack of activations, each held over a different
+    stretch, is split over many nodes), so every `stride`-th stretch is also a *probe*
+    that keeps the exact union of the boxes alive in it: a short list, since the stack
+    is a few runs of bytes at any one step. A query reads the probes inside its span
+    first, which lets `lowest_free` jump over the stack in a few steps. `stride` and
+    `wide` are set from the lifetimes so that a box reaches about `PROBES_PER_BOX`
+    probes and `WIDE_PER_BOX` wide nodes on average (beyond one per level), so they
+    cost O(n log n) merges in all.
     """
 
     __slots__ = ("_rank", "_leaves", "_used", "_cover", "_stride", "_probes", "_wide")
@@ -166,46 +168,67 @@ class FreeSpace:
     PROBES_PER_QUERY = 8
 
     def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
-        points = sorted({t for span in spans for t in span})
-        self._rank = {t: k for k, t in enumerate(points)}
+        bounds = sorted({s for s, _ in spans} | {e + 1 for _, e in spans})
+        self._rank = {t: k for k, t in enumerate(bounds)}     # stretch k starts at bounds[k]
         leaves = 1
-        while leaves < len(points):
+        while leaves < len(bounds) - 1:
             leaves *= 2
         self._leaves = leaves
         self._used = [([], []) for _ in range(2 * leaves)]      # (los, his) per node
         self._cover: dict[int, tuple[list[int], list[int]]] = {}
-        reach = sum(self._rank[e] - self._rank[s] + 1 for s, e in spans)
-        self._stride = max(1, -(-reach // (self.PROBES_PER_BOX * max(len(spans), 1))))
+        per_box = max(len(spans), 1)
+        reach = sum(self._rank[e + 1] - self._rank[s] for s, e in spans)
+        self._stride = max(1, -(-reach // (self.PROBES_PER_BOX * per_box)))
         self._probes: dict[int, tuple[list[int], list[int]]] = {}
-        self._wide = max(1, reach // (self.WIDE_PER_BOX * max(len(spans), 1)))
+        self._wide = max(1, reach // (self.WIDE_PER_BOX * per_box))
+
+    def _stretches(self, start: int, end: int) -> tuple[int, int]:
+        """The first and last stretch of steps [start, end]."""
+        return self._rank[start], self._rank[end + 1] - 1
+
+    def _nodes(self, s: int, e: int) -> tuple[list[int], set[int]]:
+        """The nodes that tile stretches [s, e] (bottom up, as a segment tree is read
+        without recursion) and the nodes that span cuts: the tiles' ancestors."""
+        lo, hi = s + self._leaves, e + self._leaves + 1
+        tiles = []
+        while lo < hi:
+            if lo & 1:
+                tiles.append(lo)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                tiles.append(hi)
+            lo >>= 1
+            hi >>= 1
+        cut: set[int] = set()
+        for v in tiles:
+            v >>= 1
+            while v and v not in cut:
+                cut.add(v)
+                v >>= 1
+        return tiles, cut
 
     def add(self, start: int, end: int, lo: int, hi: int) -> None:
-        """Record a box alive over steps [start, end] at bytes [lo, hi); both steps must
-        be among those the index was made for."""
-        s, e = self._rank[start], self._rank[end]
+        """Record a box alive over steps [start, end] at bytes [lo, hi); `start` and
+        `end` must bound one of the spans the index was made for."""
+        s, e = self._stretches(start, end)
         k = self._stride
         for p in range(-(-s // k), e // k + 1):
             _merge_in(self._probes.setdefault(p, ([], [])), lo, hi)
-        used, cover, wide = self._used, self._cover, self._wide
-        stack = [(1, 0, self._leaves - 1, False)]
-        while stack:
-            v, a, b, inside = stack.pop()
-            if b - a >= wide:                   # a wide node: the full union, always
-                _merge_in(used[v], lo, hi)
-            elif inside:
+        used, cover, leaves, wide = self._used, self._cover, self._leaves, self._wide
+        tiles, cut = self._nodes(s, e)
+        for v in cut:
+            _merge_in(used[v], lo, hi)
+        for v in tiles:
+            _merge_in(used[v], lo, hi)
+            if v >= leaves:
                 continue
-            else:
-                _merge_in(used[v], lo, hi)
-            if not inside and s <= a and b <= e:
-                if b > a:
-                    _merge_in(cover.setdefault(v, ([], [])), lo, hi)
-                inside = True
-            if b > a:
-                m = (a + b) // 2
-                if s <= m:
-                    stack.append((2 * v, a, m, inside))
-                if e > m:
-                    stack.append((2 * v + 1, m + 1, b, inside))
+            _merge_in(cover.setdefault(v, ([], [])), lo, hi)
+            depth, width = 1, leaves >> v.bit_length()      # v's children, in stretches
+            while width > wide:              # a wide node below a tile keeps the box too
+                for u in range(v << depth, (v + 1) << depth):
+                    _merge_in(used[u], lo, hi)
+                depth, width = depth + 1, width >> 1
 
     def unions(self, spans: Iterable[tuple[int, int]]) -> list[tuple[list[int], list[int]]]:
         """Merged byte ranges (los, his), probes first: together every box alive at some
@@ -213,26 +236,19 @@ class FreeSpace:
         probes, nodes, covers = {}, {}, {}
         used, cover, k = self._used, self._cover, self._stride
         for start, end in spans:
-            s, e = self._rank[start], self._rank[end]
+            s, e = self._stretches(start, end)
             first, last = -(-s // k), e // k
             step = max(1, (last - first + 1) // self.PROBES_PER_QUERY)
             for p in range(first, last + 1, step):
                 if p in self._probes:
                     probes[p] = self._probes[p]
-            stack = [(1, 0, self._leaves - 1)]
-            while stack:
-                v, a, b = stack.pop()
-                if s <= a and b <= e:
-                    if used[v][0]:
-                        nodes[v] = used[v]
-                    continue
+            tiles, cut = self._nodes(s, e)
+            for v in tiles:
+                if used[v][0]:
+                    nodes[v] = used[v]
+            for v in cut:
                 if v in cover:
                     covers[v] = cover[v]
-                m = (a + b) // 2
-                if s <= m:
-                    stack.append((2 * v, a, m))
-                if e > m:
-                    stack.append((2 * v + 1, m + 1, b))
         return [*probes.values(), *nodes.values(), *covers.values()]
 
     def lowest(self, spans: Iterable[tuple[int, int]], size: int, fit: str = "lowest"
@@ -259,25 +275,23 @@ def _merge_in(ranges: tuple[list[int], list[int]], lo: int, hi: int) -> None:
 
 def lowest_free(sets: Sequence[tuple[list[int], list[int]]], size: int) -> int:
     """The lowest offset y >= 0 with [y, y + size) clear of every range of `sets` (each
-    disjoint and sorted, as (los, his)): a heap holds each set's next range; while the
-    lowest one is in the way, y jumps to its end. Every offset jumped over is blocked, so
-    the answer is the first fit of `lowest_gap` over all the ranges (a heap entry may be
-    stale, i.e. end below y, but then the set's true next range starts no lower)."""
-    y = 0
-    heap = [(los[0], k) for k, (los, _) in enumerate(sets) if los]
-    heapq.heapify(heap)
-    while heap and heap[0][0] < y + size:
-        k = heap[0][1]
+    disjoint and sorted, as (los, his)). The sets are visited in turn, round and round:
+    when one is in the way at y, y jumps past its ranges in the way; the answer is the
+    first y that every set in a row leaves in place. Every offset jumped over is blocked,
+    so this is the first fit of `lowest_gap` over all the ranges."""
+    y, quiet, k, n = 0, 0, 0, len(sets)
+    while quiet < n:                    # quiet: sets in a row that leave y in place
         los, his = sets[k]
         j = bisect_right(his, y)                  # the set's first range ending above y
-        n = len(los)
-        while j < n and los[j] < y + size:        # in the way: jump past it (and the
-            y = his[j]                            # set's next ones, while in the way)
-            j += 1
-        if j < n:
-            heapq.heapreplace(heap, (los[j], k))
+        m = len(los)
+        if j < m and los[j] < y + size:
+            while j < m and los[j] < y + size:    # in the way: jump past it (and the
+                y = his[j]                        # set's next ones, while in the way)
+                j += 1
+            quiet = 1
         else:
-            heapq.heappop(heap)
+            quiet += 1
+        k = k + 1 if k + 1 < n else 0
     return y
 
 
