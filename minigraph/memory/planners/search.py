@@ -45,7 +45,6 @@ buffers) keeps the start plan, with a note that says so.
 
 from __future__ import annotations
 
-import re
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -228,12 +227,18 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
     check_time_limit("search", time_limit, optional=True)
     if node_limit is not None:
         check_count("search", "node_limit", node_limit)
+    return searched(buffers, time_limit, node_limit)[0]
+
+
+def searched(buffers: Sequence[Buffer], time_limit: float | None, node_limit: int | None
+             ) -> tuple[Placement, int]:
+    """`plan_search`'s plan and the nodes it searched (a nested search counts them)."""
     t0 = time.perf_counter()
     deadline = Deadline.after(time_limit)
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}
     if not items:
-        return Placement.of(buffers, offsets, note="optimal (nothing to place)")
+        return Placement.of(buffers, offsets, note="optimal (nothing to place)"), 0
     lower = theoretical_minimum(items)
     name, best, plan, cut = start_plan(items, lower, deadline)
     try:
@@ -250,7 +255,7 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
             f"gap {100.0 * (best - lower) / best:.1f}% to the lower bound {lower} B"
         return Placement.of(buffers, offsets, note=(
             f"search: {name}'s plan kept, {best} B, {gap}; 0 nodes, "
-            f"{time.perf_counter() - t0:.2f} s ({stop.step})"))
+            f"{time.perf_counter() - t0:.2f} s ({stop.step})")), 0
     run = Run(problem, best, plan, lower, max(64, 3 * len(items) // 2), node_limit,
               deadline.at)
     start = run.best
@@ -263,7 +268,7 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
         offsets[b.id] = o
     took = time.perf_counter() - t0
     note = f"search: {start} -> {run.best} B, {verdict(run)}; {run.nodes} nodes, {took:.2f} s"
-    return Placement.of(buffers, offsets, note=note)
+    return Placement.of(buffers, offsets, note=note), run.nodes
 
 
 def search_rounds(run: Run) -> None:
@@ -468,9 +473,8 @@ def plan_around_window(run: Run, items: Sequence[Buffer]) -> None:
     budget = AROUND_NODES * len(boxes)      # a tiling is found fast or not at all
     if nodes is not None:
         budget = max(min(budget, nodes - (run.nodes - start)), 2)
-    around = plan_search(boxes, time_limit=share, node_limit=budget)
-    used = re.search(r"(\d+) nodes", around.note)     # the note of the nested search
-    run.nodes += int(used.group(1)) if used else 0
+    around, used = searched(boxes, share, budget)
+    run.nodes += used
     placed = around.offsets
     for k, (ids, alone, h) in enumerate(blocks):
         top, lift = placed[-k - 1] + h, alone.arena_bytes - h
