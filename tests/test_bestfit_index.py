@@ -1,5 +1,6 @@
 """Best fit's pool of unplaced buffers answers "the best buffer inside [t0, t1]" exactly
-as reading every buffer would, after any removals (its pruning rules are the risk)."""
+as reading every buffer would, after any removals (its pruning rules, and a tree told of
+the removals only when it is next searched, are the risk)."""
 
 import random
 
@@ -15,8 +16,12 @@ def brute(pool: _Unplaced, gone: set[int], t0: int, t1: int) -> int:
     return min(fits, key=lambda p: pool.rank[p], default=-1)
 
 
+@pytest.mark.parametrize("few, scan", [(0, 0), (0, 40), (10, 40), (0, _Unplaced.SCAN),
+                                       (_Unplaced.SCAN, _Unplaced.SCAN)])  # tree, NumPy, Python
 @pytest.mark.parametrize("seed", range(20))
-def test_find_is_the_best_fitting_buffer(seed):
+def test_find_is_the_best_fitting_buffer(seed, few, scan, monkeypatch):
+    monkeypatch.setattr(_Unplaced, "FEW", few)
+    monkeypatch.setattr(_Unplaced, "SCAN", scan)
     rng = random.Random(seed)
     steps = rng.choice([5, 30, 200])
     items = []

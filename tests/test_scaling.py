@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from minigraph.errors import PlanError
@@ -14,10 +15,12 @@ from minigraph.memory.instances import hard_instance, random_buffers, realistic_
 from minigraph.memory.planners import get_planner
 from minigraph.memory.planners.ge import ge_offsets, reuse_blocks
 from minigraph.memory.planners.offset import (
+    BoxTable,
     FreeSpace,
-    TimeIndex,
     box_index,
     lowest_free,
+    lowest_gap,
+    lowest_gap_of,
     place_in_order,
     size_order,
 )
@@ -101,11 +104,20 @@ def test_ge_gives_the_offsets_of_the_reference(holes, monkeypatch):
             assert ge_offsets(bufs, 512, holes)[0] == _old_ge(bufs, 512, holes)
 
 
+def _index_for(bufs, **change):
+    return box_index([(b.start, b.end) for b in bufs], [b.size for b in bufs], **change)
+
+
 def test_the_dense_index_is_chosen_for_a_training_graph_and_not_for_sparse_lists():
-    spans = [(b.start, b.end) for b in realistic_buffers(3000, seed=0)]
-    assert isinstance(box_index(spans), FreeSpace)
-    spans = [(b.start, b.end) for b in random_buffers(3000, seed=0)]
-    assert isinstance(box_index(spans), TimeIndex)
+    assert isinstance(_index_for(realistic_buffers(20_000, seed=0)), FreeSpace)  # ~1700 a box
+    assert isinstance(_index_for(random_buffers(3000, seed=0)), BoxTable)      # ~30 a box
+    assert isinstance(_index_for(hard_instance(3000, 1 << 20, 300, seed=0)), BoxTable)  # ~100
+    # beyond what the table's int64 keys hold: FreeSpace, in Python's own integers
+    assert isinstance(box_index([(0, 5), (2, 9)], [1 << 40, 1 << 30]), BoxTable)
+    assert isinstance(box_index([(0, 5), (2, 9)], [1 << 40, 1 << 62]), BoxTable)  # in 2**40s
+    assert isinstance(box_index([(0, 5), (2, 9)], [(1 << 40) + 1, 1 << 62]), FreeSpace)
+    assert isinstance(box_index([(0, 5), (2, 9)], [3, (1 << 62) - 1]), FreeSpace)
+    assert isinstance(box_index([(0, 1 << 60), (2, 9)], [1, 1]), FreeSpace)
 
 
 def test_lowest_free_jumps_past_ranges_of_several_sets():
@@ -119,17 +131,23 @@ def test_lowest_free_jumps_past_ranges_of_several_sets():
     assert lowest_free([([10], [20])], 10) == 0      # [0,10) fits before [10,20)
 
 
-def test_free_space_answers_like_a_scan_of_every_box():
+@pytest.mark.parametrize("index_class", [FreeSpace, BoxTable])
+@pytest.mark.parametrize("unit", [1, 64])
+def test_each_index_answers_like_a_scan_of_every_box(index_class, unit):
     rng = random.Random(3)
     spans = [(s, s + rng.randrange(40)) for s in (rng.randrange(300) for _ in range(400))]
-    index, placed = FreeSpace(spans), []
-    for s, e in spans:
-        size = rng.choice((1, 5, 64, 300))
-        query = [(s, e)] + ([rng.choice(spans)] if rng.random() < 0.3 else [])
-        want = _old_lowest_gap([r for a, b in query for r in _in_the_way(placed, a, b)], size)
-        assert index.lowest(query, size) == want
-        index.add(s, e, want, want + size)
-        placed.append((s, e, want, want + size))
+    spans += [(-50, -40), (-45, 10)]                    # steps before 0 are steps too
+    sizes = [unit * rng.choice((1, 5, 64, 300)) for _ in spans]
+    index, placed = index_class(spans, sizes), []
+    for k, (s, e) in enumerate(spans):
+        query = [k] + ([rng.randrange(len(spans))] if rng.random() < 0.3 else [])
+        for fit in ("lowest", "best"):
+            for size in (sizes[k], rng.randrange(1, 400 * unit)):
+                taken = [r for q in query for r in _in_the_way(placed, *spans[q])]
+                assert index.lowest(query, size, fit) == _old_lowest_gap(taken, size, fit)
+        want = _old_lowest_gap(_in_the_way(placed, s, e), sizes[k])
+        index.add([k], want)
+        placed.append((s, e, want, want + sizes[k]))
 
 
 # --- the realistic generator -------------------------------------------------------------
@@ -179,45 +197,37 @@ def test_lowest_free_ignores_a_range_that_ends_where_the_answer_starts():
     assert lowest_free([([0], [64]), ([65], [128])], 1) == 64
 
 
-def _longest_list(index: TimeIndex) -> int:
-    return max(len(starts) for buckets in index._starts.values() for starts in buckets.values())
+@pytest.mark.parametrize("fit", ["lowest", "best"])
+def test_the_numpy_scan_finds_the_gap_of_the_python_scan(fit):
+    rng = random.Random(5)
+    for _ in range(500):
+        taken = [(lo, lo + rng.choice((1, 3, 40, 100))) for lo in
+                 (rng.randrange(300) for _ in range(rng.randrange(0, 12)))]
+        size = rng.choice((1, 2, 10, 50, 200))
+        taken.sort()
+        lo = np.array([a for a, _ in taken], dtype=np.int64)
+        hi = np.array([b for _, b in taken], dtype=np.int64)
+        assert lowest_gap_of(lo, hi, size, fit) == lowest_gap(list(taken), size, fit)
 
 
-def test_an_insertion_into_the_time_index_shifts_a_bounded_list():
-    # With ~30 buffers alive per step, the entries an insertion shifts (its bucket) must
-    # not grow with n: one start-sorted list per lifetime class, as before, grew 8x from
-    # 5,000 to 40,000 buffers and made the insertions quadratic.
-    longest = {}
-    for n in (5_000, 40_000):
-        index = TimeIndex()
-        for b in random_buffers(n, seed=0):
-            index.add(b.start, b.end, 0, b.size)
-        longest[n] = _longest_list(index)
-    assert longest[40_000] < 2 * longest[5_000] < 5_000 // 2
-
-
-def test_the_time_index_finds_boxes_across_buckets_and_before_step_zero():
-    index = TimeIndex()
-    width = TimeIndex.BUCKET << 2               # bucket width of lifetimes 2..3 steps
-    index.add(width - 1, width + 1, 0, 10)      # starts in bucket 0, ends in bucket 1
-    index.add(-5, -3, 10, 20)                   # starts before step 0
-    index.add(width + 5, width + 6, 20, 30)
-    assert sorted(index.in_the_way(width, width)) == [(0, 10)]
-    assert sorted(index.in_the_way(-4, width + 5)) == [(0, 10), (10, 20), (20, 30)]
-    assert index.in_the_way(-2, width - 2) == []
-
-
-def test_a_query_over_many_spans_reads_each_box_once():
-    # Boxes k = 0..1999 at bytes [k, k+1), so a box is named by its range. A GE-like block:
-    # spans 3 steps apart, so long-lived boxes overlap many of them.
-    bufs = random_buffers(2_000, seed=1)
-    index = TimeIndex()
-    for k, b in enumerate(bufs):
-        index.add(b.start, b.end, k, k + 1)
-    spans = [(s, s + 1) for s in range(0, 600, 3)]
-    got = index.in_the_way_of(spans)
-    want = {(k, k + 1) for k, b in enumerate(bufs)
-            if any(b.start <= e and s <= b.end for s, e in spans)}
-    assert len(got) == len(set(got)) and set(got) == want
-    per_span = sum(len(index.in_the_way(s, e)) for s, e in spans)
-    assert per_span > 2 * len(got)          # read one span at a time, boxes repeat
+def test_the_box_table_reads_each_box_once_and_only_boxes_in_the_way():
+    # Box k at bytes [k, k+1), so a box is named by its range. A GE-like block: spans 3
+    # steps apart, so long-lived boxes overlap many of them; and spans before step 0.
+    bufs = random_buffers(2_000, seed=1) + [Buffer("early", -9, -2, 1)]
+    queries = [[(s, s + 1) for s in range(0, 600, 3)], [(100, 140)], [(-3, 1)], [(-20, -10)],
+               [(700, 710), (0, 5)]]
+    spans = [(b.start, b.end) for b in bufs] + [q for query in queries for q in query]
+    table = BoxTable(spans, [1] * len(spans))
+    for k in range(len(bufs) - 1):
+        if k % 3:                                   # a third is not placed yet
+            table.add([k], k)
+    table.add([len(bufs) - 1], 5000)
+    number = len(bufs)
+    for query in queries:
+        numbers = list(range(number, number + len(query)))
+        number += len(query)
+        got = (table._box[table.in_the_way(numbers)] >> table._bits).tolist()
+        want = [k for k, b in enumerate(bufs[:-1]) if k % 3 and
+                any(b.start <= e and s <= b.end for s, e in query)]
+        want += [5000] if any(s <= -2 and -9 <= e for s, e in query) else []
+        assert len(got) == len(set(got)) and sorted(got) == want

@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Hashable, Sequence
+from itertools import accumulate
 
 from ..buffers import Buffer, Placement, align_up
 from . import blocks_to_offsets, register
@@ -173,13 +174,16 @@ def ge_offsets(buffers: Sequence[Buffer], alignment: int = GE_ALIGN, holes: bool
              [(bl[0].start, max(b.end for b in bl))] for bl in blocks]
     size = [align_up(bl[0].size, alignment) for bl in blocks]
     order = sorted(range(len(blocks)), key=lambda k: (-size[k], blocks[k][0].start, k))
-    index = box_index([span for sp in spans for span in sp])
+    index = box_index([span for sp in spans for span in sp],
+                      [size[k] for k, sp in enumerate(spans) for _ in sp])
+    # block k's spans are numbers first[k] .. first[k + 1] - 1 in the index
+    first = list(accumulate((len(sp) for sp in spans), initial=0))
     offsets: dict[Hashable, int] = {b.id: 0 for b in buffers}
     for k in order:
         deadline.check("ge")
-        off = index.lowest(spans[k], size[k])
-        for start, end in spans[k]:
-            index.add(start, end, off, off + size[k])
+        numbers = range(first[k], first[k + 1])
+        off = index.lowest(numbers, size[k])
+        index.add(numbers, off)
         for b in blocks[k]:
             offsets[b.id] = off
     return offsets, blocks

@@ -11,23 +11,27 @@ Two heuristics, both placing boxes at offsets directly (no "blocks"):
   neighbour and merge them.
 
 Greedy-size (and GE's level 2, in ge.py) asks "the lowest offset free over [start, end]"
-once per buffer. `TimeIndex` answers by reading every placed box in the way: cheap while
-few buffers live together (20,000 buffers with ~30 alive per step plan in about 0.3 s of
-CPU), quadratic on a training graph, where thousands of activations are alive at the turn
-from forward to backward. `FreeSpace` answers from merged byte ranges kept in a segment
-tree over the steps, so its cost does not grow with the boxes in the way; `box_index`
-picks one of the two by how much the lifetimes overlap. Both give the same offsets.
-Best fit keeps its skyline in a heap and its unplaced buffers in a segment tree: at most
-3n + 1 rounds of a heap pop and a pruned descent of the tree (log n nodes when the pruning
-holds; `benchmarks/plan_scaling.py` measures how far it does).
+once per buffer. `BoxTable` answers by reading every placed box in the way, in NumPy:
+a few dozen calls and a few nanoseconds a box, so cheap while each box has at most a few
+hundred others in its way (random lists, or about sqrt(n) on the hard instances), and
+quadratic on a training graph, where thousands of activations are alive at the turn from
+forward to backward. `FreeSpace` answers from merged byte ranges kept in a segment tree
+over the steps, so its cost does not grow with the boxes in the way; `box_index` picks
+one of the two by how much the lifetimes overlap. Both give the same offsets.
+Best fit keeps its skyline in a heap and its unplaced buffers sorted by start: a short
+line's candidates are read whole in NumPy, a long line's found in a segment tree; at most
+3n + 1 rounds (`benchmarks/plan_scaling.py` measures how many lines are short).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
+
+import numpy as np
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement
@@ -35,102 +39,144 @@ from . import register
 from .budget import NEVER, Deadline, OutOfTime, stack_unplaced
 
 
-class TimeIndex:
-    """Placed boxes, found by time.
+class BoxTable:
+    """Placed boxes in NumPy arrays, read whole: "the lowest offset free at every step of
+    these spans" when each box has at most a few hundred others in its way.
 
-    Boxes are kept in start-sorted lists per lifetime class: class c holds lifetimes
-    below `4**c` steps (and at least `4**(c-1)`, roughly). A box of class c that overlaps
-    `[s, e]` must start in `(s - 4**c, e]`, a window a few times as long as needed, so a
-    query reads a few times the boxes it returns, plus two bisections per class (at most
-    ~9 classes for 100,000 steps: on long lists a bisection, which chases pointers all
-    over memory, costs more than reading a few more boxes). Each class's list is cut by
-    start into buckets of `BUCKET * 4**c` steps, so an insertion moves the entries of one
-    bucket, not of the whole list (one sorted list per class made the insertions
-    quadratic: on 100,000 random buffers they cost a fifth of GE's time).
+    Every box's lifetime and size are known before the first is placed, so the table is
+    laid out once: a row per span, grouped by lifetime class (class c lives fewer than
+    2**c steps and at least 2**(c-1)), by start within a class. A box of class c in the
+    way of [s, e] starts in (s - 2**c, e]: one run of its class's rows, at most about
+    twice the rows it must return (one `searchsorted` finds the runs of every class).
+    The rows not placed yet or ended before s are dropped; each of the others holds its
+    box as one integer, offset in the high bits and size in the low ones, so that one
+    `np.sort` lays them out by offset for `lowest_gap_of`. The work is still every box in
+    the way, but at a few nanoseconds a box, beside a few dozen NumPy calls a query.
     """
 
-    __slots__ = ("_starts", "_boxes")
-    BUCKET = 16         # a query window spans at most two buckets of its class, mostly
+    __slots__ = ("_spans", "_unit", "_bits", "_size", "_row", "_keys", "_window", "_se",
+                 "_q", "_end", "_box", "_rows")
 
-    def __init__(self) -> None:
-        self._starts: dict[int, dict[int, list[int]]] = {}
-        self._boxes: dict[int, dict[int, list[tuple[int, int, int]]]] = {}  # (end, lo, hi)
+    def __init__(self, spans: Sequence[tuple[int, int]], sizes: Sequence[int]) -> None:
+        n = len(spans)
+        self._spans = spans
+        self._unit = math.gcd(*sizes) or 1      # every size, so every offset, is a multiple
+        self._bits = (max(sizes, default=0) // self._unit).bit_length()
+        self._size = [size // self._unit for size in sizes]
+        life = [(e - s + 1).bit_length() for s, e in spans]
+        order = sorted(range(n), key=lambda k: (life[k], spans[k][0]))
+        self._row = [0] * n                         # span number -> row
+        for r, k in enumerate(order):
+            self._row[k] = r
+        # A row's key is its class's base + its start; the bases lie far enough apart
+        # that the window of any span in one class never reaches into the next class.
+        t0 = min((s for s, _ in spans), default=0)
+        width = max((e for _, e in spans), default=0) - t0 + (2 << max(life, default=0))
+        classes = sorted(set(life))
+        base = {c: q * width - t0 for q, c in enumerate(classes)}
+        self._keys = np.array([base[life[k]] + spans[k][0] for k in order], dtype=np.int64)
+        # the window of class c for [s, e]: keys in (base + s - 2**c, base + e]
+        self._window = np.array([[base[c] - (1 << c) for c in classes],
+                                 [base[c] for c in classes]], dtype=np.int64)
+        self._se = np.zeros((2, 1), dtype=np.int64)          # scratch for one query
+        self._q = np.zeros_like(self._window)
+        self._end = np.full(n, NOT_YET, dtype=np.int64)      # last step, once placed
+        self._box = np.zeros(n, dtype=np.int64)              # offset << bits | size
+        self._rows = np.arange(n)
 
-    def add(self, start: int, end: int, lo: int, hi: int) -> None:
-        """Record a box alive over steps [start, end] at bytes [lo, hi)."""
-        c = ((end - start + 1).bit_length() + 1) // 2      # lifetimes below 4**c
-        starts = self._starts.get(c)
-        if starts is None:
-            starts = self._starts[c] = {}
-            self._boxes[c] = {}
-        q = start // (self.BUCKET << 2 * c)
-        bucket = starts.get(q)
-        if bucket is None:
-            starts[q], self._boxes[c][q] = [start], [(end, lo, hi)]
-            return
-        k = bisect_right(bucket, start)
-        bucket.insert(k, start)
-        self._boxes[c][q].insert(k, (end, lo, hi))
+    @staticmethod
+    def holds(spans: Sequence[tuple[int, int]], sizes: Sequence[int]) -> bool:
+        """Whether the table's int64 keys can hold these steps, and its boxes these
+        sizes stacked one on another (the highest offset any planner can give)."""
+        unit = math.gcd(*sizes) or 1
+        bits = (sum(sizes) // unit).bit_length() + (max(sizes, default=0) // unit).bit_length()
+        return bits < 63 and all(abs(t) < STEPS_SAFE for span in spans for t in span)
 
-    def in_the_way(self, start: int, end: int) -> list[tuple[int, int]]:
-        """Byte ranges [lo, hi) of the placed boxes alive at some step of [start, end]."""
-        out: list[tuple[int, int]] = []
-        for c, buckets in self._starts.items():
-            first = start - (1 << 2 * c)
-            width = self.BUCKET << 2 * c
-            boxes = self._boxes[c]
-            for q in range(first // width, end // width + 1):
-                starts = buckets.get(q)
-                if starts is not None:
-                    i = bisect_right(starts, first)
-                    j = bisect_right(starts, end, i)
-                    if i < j:
-                        out += [(lo, hi) for e, lo, hi in boxes[q][i:j] if e >= start]
-        return out
+    def add(self, spans: Iterable[int], lo: int) -> None:
+        """Place the boxes of span numbers `spans` at offset `lo`."""
+        if lo % self._unit:
+            raise PlanError(f"offset {lo} is not a multiple of {self._unit} bytes, which "
+                            "divides every size of this table")
+        for k in spans:
+            r = self._row[k]
+            self._end[r] = self._spans[k][1]
+            self._box[r] = (lo // self._unit) << self._bits | self._size[k]
 
-    def in_the_way_of(self, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Byte ranges of the placed boxes alive at some step of `spans`, each box once:
-        the spans go by start, and a box read for one span is not read again for the
-        next (if it missed that span's start it ended too early for the next one too).
-        A GE block of thousands of tensors close in time would otherwise read and sort
-        every long-lived box once per tensor."""
-        spans = sorted(spans)
-        out: list[tuple[int, int]] = []
-        for c, buckets in self._starts.items():
-            reach, width = 1 << 2 * c, self.BUCKET << 2 * c
-            boxes = self._boxes[c]
-            read: dict[int, int] = {}               # bucket -> how far it has been read
-            for start, end in spans:
-                first = start - reach
-                for q in range(first // width, end // width + 1):
-                    starts = buckets.get(q)
-                    if starts is None:
-                        continue
-                    i = max(bisect_right(starts, first), read.get(q, 0))
-                    j = bisect_right(starts, end, i)
-                    if i < j:
-                        out += [(lo, hi) for e, lo, hi in boxes[q][i:j] if e >= start]
-                        read[q] = j
-        return out
+    def in_the_way(self, spans: Sequence[int]) -> np.ndarray:
+        """Rows of the placed boxes alive at some step of the span numbers `spans`."""
+        if len(spans) > 1:
+            return self._in_the_way_of(sorted(self._spans[k] for k in spans))
+        s, e = self._spans[spans[0]]
+        self._se[0, 0], self._se[1, 0] = s, e
+        np.add(self._window, self._se, out=self._q)
+        first, last = self._keys.searchsorted(self._q, "right").tolist()
+        parts = [self._rows[i:j] for i, j in zip(first, last) if i < j]
+        if not parts:
+            return self._rows[:0]
+        rows = np.concatenate(parts)
+        return rows.compress(self._end[rows] >= s)
 
-    def lowest(self, spans: Iterable[tuple[int, int]], size: int, fit: str = "lowest"
-               ) -> int:
-        """`lowest_gap` of the boxes alive at some step of `spans`, for `size` bytes."""
-        spans = list(spans)
-        taken = self.in_the_way(*spans[0]) if len(spans) == 1 else self.in_the_way_of(spans)
-        return lowest_gap(taken, size, fit)
+    def _in_the_way_of(self, spans: list[tuple[int, int]]) -> np.ndarray:
+        """`in_the_way` of many spans at once (a GE block of many tensors), by start. A
+        row read for one span is not read again for the next: if it ended before that
+        span's start, it ended before the next one's too."""
+        s = np.array([a for a, _ in spans], dtype=np.int64)
+        e = np.array([b for _, b in spans], dtype=np.int64)
+        first = self._keys.searchsorted(self._window[0][:, None] + s, "right")  # class, span
+        last = self._keys.searchsorted(self._window[1][:, None] + e, "right")
+        first[:, 1:] = np.maximum(first[:, 1:], np.maximum.accumulate(last, axis=1)[:, :-1])
+        count = np.maximum(last - first, 0).ravel()
+        rows = np.arange(count.sum()) + np.repeat(first.ravel() - (np.cumsum(count) - count),
+                                                  count)
+        since = np.repeat(np.broadcast_to(s, first.shape).ravel(), count)
+        return rows.compress(self._end[rows] >= since)
+
+    def lowest(self, spans: Sequence[int], size: int, fit: str = "lowest") -> int:
+        """`lowest_gap` of the boxes alive at some step of span numbers `spans`."""
+        boxes = np.sort(self._box[self.in_the_way(spans)])
+        lo = boxes >> self._bits
+        hi = lo + (boxes & ((1 << self._bits) - 1))
+        return self._unit * lowest_gap_of(lo, hi, -(-size // self._unit), fit)
 
 
-def box_index(spans: Sequence[tuple[int, int]]) -> TimeIndex | FreeSpace:
-    """An empty index for boxes with these lifetimes: `TimeIndex` while the lifetimes
-    make at most `DENSE` overlapping pairs per box (it reads every box in the way, which
-    is then cheaper), else `FreeSpace`. Both give the same answers."""
-    if overlapping_pairs(spans) > DENSE * len(spans):
-        return FreeSpace(spans)
-    return TimeIndex()
+def lowest_gap_of(lo: np.ndarray, hi: np.ndarray, size: int, fit: str = "lowest") -> int:
+    """`lowest_gap` of the ranges [lo[i], hi[i]) with lo sorted, in NumPy: the top of the
+    ranges below each one is a running maximum, and its gap the room under it."""
+    if not len(lo):
+        return 0
+    top = np.maximum.accumulate(hi)
+    if fit == "lowest":
+        if lo[0] >= size:
+            return 0
+        room = lo[1:] - top[:-1] >= size
+        k = int(room.argmax()) if len(room) else 0
+        return int(top[k]) if len(room) and room[k] else int(top[-1])
+    gaps = np.empty_like(lo)
+    gaps[0] = lo[0]
+    np.subtract(lo[1:], top[:-1], out=gaps[1:])
+    too_small = gaps < size
+    if too_small.all():
+        return int(top[-1])
+    gaps[too_small] = np.iinfo(np.int64).max
+    k = int(gaps.argmin())              # the smallest gap that fits, the lowest on ties
+    return 0 if k == 0 else int(top[k - 1])
 
 
-DENSE = 200     # about where FreeSpace overtakes TimeIndex on the hard instances
+def box_index(spans: Sequence[tuple[int, int]], sizes: Sequence[int]
+              ) -> BoxTable | FreeSpace:
+    """An empty index for boxes of `sizes` bytes over `spans` (a box is named by its
+    span's number): `BoxTable` while the spans make at most `DENSE` overlapping pairs
+    per span (it reads every box in the way, which is then cheaper) and NumPy's int64
+    holds them, else `FreeSpace`. Both give the same answers."""
+    if overlapping_pairs(spans) > DENSE * len(spans) or not BoxTable.holds(spans, sizes):
+        return FreeSpace(spans, sizes)
+    return BoxTable(spans, sizes)
+
+
+DENSE = 1200    # about where FreeSpace overtakes BoxTable on the realistic training graphs
+STEPS_SAFE = 1 << 50    # BoxTable's keys: a class's base + a start, 52 classes at most
+NOT_YET = -1 << 63      # the end of a row not placed yet: before any step
+NONE = (1 << 63) - 1    # the rank of a buffer placed already: worse than any
 
 
 def overlapping_pairs(spans: Sequence[tuple[int, int]]) -> int:
@@ -162,14 +208,17 @@ class FreeSpace:
     cost O(n log n) merges in all.
     """
 
-    __slots__ = ("_rank", "_leaves", "_used", "_cover", "_stride", "_probes", "_wide")
+    __slots__ = ("_rank", "_spans", "_size", "_leaves", "_used", "_cover", "_stride",
+                 "_probes", "_wide")
     WIDE_PER_BOX = 8
     PROBES_PER_BOX = 4
     PROBES_PER_QUERY = 8
 
-    def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
+    def __init__(self, spans: Sequence[tuple[int, int]], sizes: Sequence[int]) -> None:
+        self._size = sizes
         bounds = sorted({s for s, _ in spans} | {e + 1 for _, e in spans})
         self._rank = {t: k for k, t in enumerate(bounds)}     # stretch k starts at bounds[k]
+        self._spans = [self._stretches(s, e) for s, e in spans]    # as stretches
         leaves = 1
         while leaves < len(bounds) - 1:
             leaves *= 2
@@ -208,10 +257,13 @@ class FreeSpace:
                 v >>= 1
         return tiles, cut
 
-    def add(self, start: int, end: int, lo: int, hi: int) -> None:
-        """Record a box alive over steps [start, end] at bytes [lo, hi); `start` and
-        `end` must bound one of the spans the index was made for."""
-        s, e = self._stretches(start, end)
+    def add(self, spans: Iterable[int], lo: int) -> None:
+        """Place the boxes of span numbers `spans` at offset `lo`."""
+        for k in spans:
+            self._add(*self._spans[k], lo, lo + self._size[k])
+
+    def _add(self, s: int, e: int, lo: int, hi: int) -> None:
+        """Record a box alive over stretches [s, e] at bytes [lo, hi)."""
         k = self._stride
         for p in range(-(-s // k), e // k + 1):
             _merge_in(self._probes.setdefault(p, ([], [])), lo, hi)
@@ -230,13 +282,13 @@ class FreeSpace:
                     _merge_in(used[u], lo, hi)
                 depth, width = depth + 1, width >> 1
 
-    def unions(self, spans: Iterable[tuple[int, int]]) -> list[tuple[list[int], list[int]]]:
+    def unions(self, spans: Iterable[int]) -> list[tuple[list[int], list[int]]]:
         """Merged byte ranges (los, his), probes first: together every box alive at some
-        step of `spans`, and no other."""
+        step of the span numbers `spans`, and no other."""
         probes, nodes, covers = {}, {}, {}
         used, cover, k = self._used, self._cover, self._stride
-        for start, end in spans:
-            s, e = self._stretches(start, end)
+        for span in spans:
+            s, e = self._spans[span]
             first, last = -(-s // k), e // k
             step = max(1, (last - first + 1) // self.PROBES_PER_QUERY)
             for p in range(first, last + 1, step):
@@ -251,9 +303,8 @@ class FreeSpace:
                     covers[v] = cover[v]
         return [*probes.values(), *nodes.values(), *covers.values()]
 
-    def lowest(self, spans: Iterable[tuple[int, int]], size: int, fit: str = "lowest"
-               ) -> int:
-        """`lowest_gap` of the boxes alive at some step of `spans`, for `size` bytes."""
+    def lowest(self, spans: Sequence[int], size: int, fit: str = "lowest") -> int:
+        """`lowest_gap` of the boxes alive at some step of span numbers `spans`."""
         sets = self.unions(spans)
         if fit == "lowest":
             return lowest_free(sets, size)
@@ -325,17 +376,15 @@ def place_in_order(buffers: Sequence[Buffer], order: Sequence[int], fit: str = "
     `deadline`: `OutOfTime` carrying the offsets placed so far (-1: not yet)."""
     if fit not in ("lowest", "best"):
         raise PlanError(f"fit must be 'lowest' or 'best', not {fit!r}")
-    index = box_index([(b.start, b.end) for b in buffers if b.size])
+    queue = [i for i in order if buffers[i].size]         # span k: the k-th one placed
+    sizes = [buffers[i].size for i in queue]
+    index = box_index([(buffers[i].start, buffers[i].end) for i in queue], sizes)
     offsets = [0] * len(buffers)
-    for k, i in enumerate(order):
-        b = buffers[i]
-        if not b.size:
-            continue
+    for k, i in enumerate(queue):
         if deadline.passed():
-            raise OutOfTime("greedy-size", _unplaced_after(buffers, offsets, order[k:]))
-        off = index.lowest([(b.start, b.end)], b.size, fit)
-        offsets[i] = off
-        index.add(b.start, b.end, off, off + b.size)
+            raise OutOfTime("greedy-size", _unplaced_after(buffers, offsets, queue[k:]))
+        off = offsets[i] = index.lowest((k,), sizes[k], fit)
+        index.add((k,), off)
     return offsets
 
 
@@ -457,16 +506,25 @@ def start_plans(items: Sequence[Buffer], names: Sequence[str], deadline: Deadlin
 class Skyline:
     """The offset lines of best fit: segments [t0, t1] at height h, in a doubly linked
     list over the time axis, and a heap of (height, t0, segment) to find the lowest one
-    (lazy: an entry is checked when it is popped). Segments are never changed, only
-    replaced by new ones, so an entry is stale once its segment is dead."""
+    (lazy: an entry is checked when it is popped, and is stale once its segment is dead
+    or has moved: a segment only ever rises, or grows leftward when it rises). A dead
+    segment's slot is used again, and the heap is rebuilt when stale entries outnumber
+    the live ones, so both stay the size of the skyline, not of the whole run (a stale
+    entry that meets a slot used again finds a live line of that very height and start:
+    the lowest one all the same)."""
 
     def __init__(self, t0: int, t1: int):
         self.t0, self.t1, self.h = [t0], [t1], [0]
         self.prev, self.next, self.alive = [-1], [-1], [True]
         self.heap = [(0, t0, 0)]
+        self.dead: list[int] = []           # slots free to use again
 
     def lowest(self) -> int:
         """The lowest line, leftmost on ties."""
+        if len(self.heap) > 2 * (len(self.h) - len(self.dead)) + 64:
+            self.heap = [(self.h[s], self.t0[s], s) for s in range(len(self.h))
+                         if self.alive[s]]
+            heapq.heapify(self.heap)
         while True:
             h, t0, s = heapq.heappop(self.heap)
             if self.alive[s] and self.h[s] == h and self.t0[s] == t0:
@@ -475,29 +533,44 @@ class Skyline:
     def place(self, s: int, b: Buffer) -> None:
         """Put `b` on line `s`: the line splits into the part before `b`, the top of `b`,
         and the part after it."""
-        h, t0, t1 = self.h[s], self.t0[s], self.t1[s]
-        pieces = []
-        if b.start > t0:
-            pieces.append(self._new(t0, b.start - 1, h))
-        mid = self._new(b.start, b.end, h + b.size)
+        h, t0, t1, top = self.h[s], self.t0[s], self.t1[s], self.h[s] + b.size
+        pieces = [self._new(t0, b.start - 1, h)] if b.start > t0 else []
+        mid = self._new(b.start, b.end, top)
         pieces.append(mid)
         if b.end < t1:
             pieces.append(self._new(b.end + 1, t1, h))
-        self._replace(s, pieces)
-        self._settle(mid)
+        left = self.prev[s]
+        for q in pieces:
+            self._link(left, q)
+            left = q
+        self._link(left, self.next[s])
+        self._kill(s)
+        a, c = self.prev[mid], self.next[mid]   # lines never touch at one height: merge
+        if (a >= 0 and self.h[a] == top) or (c >= 0 and self.h[c] == top):
+            self._join(mid, top)
 
     def lift(self, s: int) -> None:
         """Nothing fits on line `s`: raise it to its lower neighbour and merge them."""
-        nbrs = [self.h[q] for q in (self.prev[s], self.next[s]) if q >= 0]
-        if not nbrs:     # one line over all time and nothing fits: cannot happen
+        a, c = self.prev[s], self.next[s]
+        if a < 0 and c < 0:     # one line over all time and nothing fits: cannot happen
             raise PlanError("bestfit: no buffer fits under the only offset line")
-        self._join(s, min(nbrs))
+        self._join(s, min(self.h[q] for q in (a, c) if q >= 0))
 
     def _new(self, t0: int, t1: int, h: int) -> int:
-        self.t0.append(t0), self.t1.append(t1), self.h.append(h)
-        self.prev.append(-1), self.next.append(-1), self.alive.append(True)
-        heapq.heappush(self.heap, (h, t0, len(self.h) - 1))
-        return len(self.h) - 1
+        if self.dead:
+            s = self.dead.pop()
+            self.t0[s], self.t1[s], self.h[s] = t0, t1, h
+            self.prev[s], self.next[s], self.alive[s] = -1, -1, True
+        else:
+            s = len(self.h)
+            self.t0.append(t0), self.t1.append(t1), self.h.append(h)
+            self.prev.append(-1), self.next.append(-1), self.alive.append(True)
+        heapq.heappush(self.heap, (h, t0, s))
+        return s
+
+    def _kill(self, s: int) -> None:
+        self.alive[s] = False
+        self.dead.append(s)
 
     def _link(self, a: int, b: int) -> None:
         if a >= 0:
@@ -505,42 +578,38 @@ class Skyline:
         if b >= 0:
             self.prev[b] = a
 
-    def _replace(self, s: int, pieces: list[int]) -> None:
-        """Segment `s` dies; `pieces`, left to right, take its place in the list."""
-        self.alive[s] = False
-        self._link(self.prev[s], pieces[0])
-        for a, c in zip(pieces, pieces[1:]):
-            self._link(a, c)
-        self._link(pieces[-1], self.next[s])
-
-    def _settle(self, s: int) -> None:
-        """Merge s with neighbours of the same height (lines never touch at one height)."""
-        if any(q >= 0 and self.h[q] == self.h[s] for q in (self.prev[s], self.next[s])):
-            self._join(s, self.h[s])
-
     def _join(self, s: int, h: int) -> None:
-        """Segment s, set to height h, and its neighbours at height h become one new line."""
+        """Segment s, raised to height h, takes in its neighbours at height h: one line."""
         a, b = self.prev[s], self.next[s]
-        first = a if a >= 0 and self.h[a] == h else s
-        last = b if b >= 0 and self.h[b] == h else s
-        m = self._new(self.t0[first], self.t1[last], h)
-        for q in {first, s, last}:
-            self.alive[q] = False
-        self._link(self.prev[first], m)
-        self._link(m, self.next[last])
+        if a >= 0 and self.h[a] == h:
+            self.t0[s] = self.t0[a]
+            self._link(self.prev[a], s)
+            self._kill(a)
+        if b >= 0 and self.h[b] == h:
+            self.t1[s] = self.t1[b]
+            self._link(s, self.next[b])
+            self._kill(b)
+        self.h[s] = h
+        heapq.heappush(self.heap, (h, self.t0[s], s))
 
 
 class _Unplaced:
     """The unplaced buffers, for one question: which is the best (longest-lived) one
-    whose lifetime lies inside [t0, t1]? A segment tree over the buffers sorted by start
-    keeps, per node, the best rank and the earliest end among its unplaced buffers. The
-    buffers starting in [t0, t1] are a run of leaves, covered by O(log) nodes read bottom
-    up; a branch-and-bound descent from them, left to right, skips a node that cannot fit
-    (earliest end > t1), cannot win (best rank no better than the one found), or starts
-    too late to hold a longer-lived fit than the one found (a buffer starting at t fits
-    in at most t1 - t + 1 steps)."""
+    whose lifetime lies inside [t0, t1]? The buffers starting in [t0, t1] are a run of
+    positions (they are sorted by start). A short run is read whole: one by one when it
+    is very short (`_read`), else in NumPy (`_scan`). A long one is searched in a segment
+    tree that keeps, per node, the best rank and the earliest end among its unplaced
+    buffers: the run is covered by O(log) nodes read bottom up, and a branch-and-bound
+    descent from them, left to right, skips a node that cannot fit (earliest end > t1),
+    cannot win (best rank no better than the one found), or starts too late to hold a
+    longer-lived fit than the one found (a buffer starting at t fits in at most
+    t1 - t + 1 steps). The tree learns of the buffers placed only when it is next
+    searched (`_catch_up`): where every line is short, it is never kept up at all."""
 
     INF = float("inf")
+    FEW = 32            # runs of at most this many buffers are read in Python,
+    SCAN = 4096         # of at most this many in NumPy (each costs less than the other
+                        # way there), longer ones searched in the tree
 
     @classmethod
     def of(cls, items: Sequence[Buffer]) -> _Unplaced:
@@ -548,16 +617,25 @@ class _Unplaced:
         then earlier."""
         starts = [b.start for b in items]
         ends = [b.end for b in items]
-        by_quality = sorted(range(len(items)), key=lambda p: (starts[p] - ends[p],
-                                                              -items[p].size, starts[p], p))
+        by_quality = sorted(zip([s - e for s, e in zip(starts, ends)],
+                                [-b.size for b in items], starts, range(len(items))))
         rank = [0] * len(items)
-        for r, p in enumerate(by_quality):
-            rank[p] = r
+        for r, quality in enumerate(by_quality):
+            rank[quality[-1]] = r
         return cls(starts, ends, rank)
 
     def __init__(self, starts: list[int], ends: list[int], rank: list[int]):
         self.starts, self.ends, self.rank = starts, ends, rank
         n = len(starts)
+        self.end_left = np.array(ends, dtype=np.int64)   # for `_scan`: NONE once placed
+        self.rank_array = np.array(rank, dtype=np.int64)
+        self.gone = bytearray(n)                         # for `_read`: 1 once placed
+        self.placed: list[int] = []      # for the tree: placed since it was last searched
+        # where the run of a line's bound begins: a line starts at a buffer's start or
+        # the step after a buffer's end, and ends the step before one (a dict lookup
+        # costs less than a bisection of a long list, which misses the cache at each step)
+        bounds = sorted({*starts, *(e + 1 for e in ends)})
+        self.first = dict(zip(bounds, np.searchsorted(starts, bounds).tolist()))
         size = 1
         while size < max(n, 1):
             size *= 2
@@ -565,9 +643,8 @@ class _Unplaced:
         self.best = [self.INF] * (2 * size)     # smallest rank (best buffer) below a node
         self.who = [-1] * (2 * size)            # its position
         self.min_end = [self.INF] * (2 * size)
-        for p in range(n):
-            self.best[size + p], self.who[size + p] = rank[p], p
-            self.min_end[size + p] = ends[p]
+        self.best[size:size + n], self.who[size:size + n] = rank, range(n)     # leaves
+        self.min_end[size:size + n] = ends
         self._pull(range(size - 1, 0, -1))
 
     def _pull(self, nodes: Iterable[int]) -> None:
@@ -578,21 +655,45 @@ class _Unplaced:
             if best[a] > best[a + 1]:
                 a += 1
             best[k], who[k] = best[a], who[a]
-            min_end[k] = min(min_end[2 * k], min_end[2 * k + 1])
+            x, y = min_end[2 * k], min_end[2 * k + 1]
+            min_end[k] = x if x < y else y
 
     def left(self) -> list[int]:
         """The positions not removed yet."""
-        return [p for p in range(len(self.starts)) if self.who[self.size + p] >= 0]
+        return np.flatnonzero(self.end_left != NONE).tolist()
 
     def remove(self, p: int) -> None:
-        leaf = self.size + p
-        self.best[leaf], self.who[leaf], self.min_end[leaf] = self.INF, -1, self.INF
-        self._pull(leaf >> d for d in range(1, leaf.bit_length()))     # its ancestors
+        self.end_left[p] = NONE
+        self.gone[p] = 1
+        self.placed.append(p)
+
+    def _catch_up(self) -> None:
+        """Take the buffers placed since the last search out of the tree: their leaves,
+        then their ancestors, a level at a time from the bottom."""
+        best, who, min_end, size = self.best, self.who, self.min_end, self.size
+        for p in self.placed:
+            best[size + p], who[size + p], min_end[size + p] = self.INF, -1, self.INF
+        nodes, level = [], {(size + p) >> 1 for p in self.placed}
+        while level:
+            nodes += level
+            level = {k >> 1 for k in level if k > 1}
+        self._pull(nodes)
+        self.placed.clear()
 
     def find(self, t0: int, t1: int) -> int:
         """Position of the best unplaced buffer with t0 <= start and end <= t1, or -1."""
         starts = self.starts
-        lo, hi = bisect_left(starts, t0), bisect_right(starts, t1)
+        lo, hi = self.first.get(t0), self.first.get(t1 + 1)
+        if lo is None:
+            lo = bisect_left(starts, t0)
+        if hi is None:
+            hi = bisect_left(starts, t1 + 1)
+        if hi - lo <= self.FEW:
+            return self._read(lo, hi, t1)
+        if hi - lo <= self.SCAN:
+            return self._scan(lo, hi, t1)
+        if self.placed:
+            self._catch_up()
         best, who, min_end, ends, size = self.best, self.who, self.min_end, self.ends, self.size
         left, right = [], []                    # the nodes covering [lo, hi) where one fits
         a, b = lo + size, hi + size
@@ -624,3 +725,20 @@ class _Unplaced:
                 stack.append(2 * k + 1)
                 stack.append(2 * k)
         return best_pos
+
+    def _read(self, lo: int, hi: int, t1: int) -> int:
+        """`find` by reading every buffer that starts on the line, one by one."""
+        ends, rank, gone = self.ends, self.rank, self.gone
+        best, where = NONE, -1
+        for p in range(lo, hi):
+            if ends[p] <= t1 and rank[p] < best and not gone[p]:
+                best, where = rank[p], p
+        return where
+
+    def _scan(self, lo: int, hi: int, t1: int) -> int:
+        """`find` by reading every buffer that starts on the line, in NumPy: for a short
+        line this costs less than the descent."""
+        fits = self.end_left[lo:hi] <= t1
+        if not fits.any():
+            return -1
+        return lo + int(np.where(fits, self.rank_array[lo:hi], NONE).argmin())
