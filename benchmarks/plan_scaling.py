@@ -114,12 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="up to 20,000 buffers, each size measured once")
     ap.add_argument("--repeat", type=int, default=None,
-                    help="runs per point, the fastest is kept (default 3, quick 1)")
+                    help="runs per point, the fastest is kept (default 5, quick 1)")
     ap.add_argument("--family", choices=FAMILIES, action="append",
                     help="only this family (may be repeated; default: all three)")
     args = ap.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else SIZES
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or (1 if args.quick else 5)
     chosen = args.family or FAMILIES
     print("# Static memory planning: time against size (CPU seconds)\n")
     if "random" in chosen:

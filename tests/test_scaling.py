@@ -15,6 +15,8 @@ from minigraph.memory.instances import hard_instance, random_buffers, realistic_
 from minigraph.memory.planners import get_planner
 from minigraph.memory.planners.ge import ge_offsets, reuse_blocks
 from minigraph.memory.planners.offset import (
+    FEW,
+    BoxList,
     BoxTable,
     FreeSpace,
     box_index,
@@ -87,21 +89,30 @@ def _problems():
     return out
 
 
+# each index forced in turn: (FEW, DENSE) that makes box_index pick it
+INDEXES = {"BoxList": (10**9, 0), "BoxTable": (0, 10**9), "FreeSpace": (0, 0)}
+
+
+def _force(monkeypatch, index):
+    few, dense = INDEXES[index]
+    monkeypatch.setattr("minigraph.memory.planners.offset.FEW", few)
+    monkeypatch.setattr("minigraph.memory.planners.offset.DENSE", dense)
+
+
+@pytest.mark.parametrize("index", INDEXES)
 @pytest.mark.parametrize("fit", ["lowest", "best"])
-def test_greedy_size_gives_the_offsets_of_the_reference(fit, monkeypatch):
-    # both indexes, forced in turn, on every problem
-    for dense in (0, 10**9):
-        monkeypatch.setattr("minigraph.memory.planners.offset.DENSE", dense)
-        for bufs in _problems():
-            assert place_in_order(bufs, size_order(bufs), fit) == _old_greedy(bufs, fit)
+def test_greedy_size_gives_the_offsets_of_the_reference(fit, index, monkeypatch):
+    _force(monkeypatch, index)
+    for bufs in _problems():
+        assert place_in_order(bufs, size_order(bufs), fit) == _old_greedy(bufs, fit)
 
 
+@pytest.mark.parametrize("index", INDEXES)
 @pytest.mark.parametrize("holes", [True, False])
-def test_ge_gives_the_offsets_of_the_reference(holes, monkeypatch):
-    for dense in (0, 10**9):
-        monkeypatch.setattr("minigraph.memory.planners.offset.DENSE", dense)
-        for bufs in _problems():
-            assert ge_offsets(bufs, 512, holes)[0] == _old_ge(bufs, 512, holes)
+def test_ge_gives_the_offsets_of_the_reference(holes, index, monkeypatch):
+    _force(monkeypatch, index)
+    for bufs in _problems():
+        assert ge_offsets(bufs, 512, holes)[0] == _old_ge(bufs, 512, holes)
 
 
 def _index_for(bufs, **change):
@@ -109,15 +120,20 @@ def _index_for(bufs, **change):
 
 
 def test_the_dense_index_is_chosen_for_a_training_graph_and_not_for_sparse_lists():
+    assert isinstance(_index_for(random_buffers(FEW, seed=0)), BoxList)         # small
     assert isinstance(_index_for(realistic_buffers(20_000, seed=0)), FreeSpace)  # ~1700 a box
     assert isinstance(_index_for(random_buffers(3000, seed=0)), BoxTable)      # ~30 a box
     assert isinstance(_index_for(hard_instance(3000, 1 << 20, 300, seed=0)), BoxTable)  # ~100
     # beyond what the table's int64 keys hold: FreeSpace, in Python's own integers
-    assert isinstance(box_index([(0, 5), (2, 9)], [1 << 40, 1 << 30]), BoxTable)
-    assert isinstance(box_index([(0, 5), (2, 9)], [1 << 40, 1 << 62]), BoxTable)  # in 2**40s
-    assert isinstance(box_index([(0, 5), (2, 9)], [(1 << 40) + 1, 1 << 62]), FreeSpace)
-    assert isinstance(box_index([(0, 5), (2, 9)], [3, (1 << 62) - 1]), FreeSpace)
-    assert isinstance(box_index([(0, 1 << 60), (2, 9)], [1, 1]), FreeSpace)
+    spans = [(k, k + 5) for k in range(FEW)]
+
+    def index(first, big, span=(2, 9)):
+        return box_index(spans + [span], [first] * FEW + [big])
+    assert isinstance(index(1 << 40, 1 << 30), BoxTable)
+    assert isinstance(index(1 << 40, 1 << 62), BoxTable)            # counted in 2**40s
+    assert isinstance(index((1 << 40) + 1, 1 << 62), FreeSpace)
+    assert isinstance(index(3, (1 << 62) - 1), FreeSpace)
+    assert isinstance(index(1, 1, (2, 1 << 60)), FreeSpace)
 
 
 def test_lowest_free_jumps_past_ranges_of_several_sets():
@@ -131,7 +147,7 @@ def test_lowest_free_jumps_past_ranges_of_several_sets():
     assert lowest_free([([10], [20])], 10) == 0      # [0,10) fits before [10,20)
 
 
-@pytest.mark.parametrize("index_class", [FreeSpace, BoxTable])
+@pytest.mark.parametrize("index_class", [BoxList, BoxTable, FreeSpace])
 @pytest.mark.parametrize("unit", [1, 64])
 def test_each_index_answers_like_a_scan_of_every_box(index_class, unit):
     rng = random.Random(3)

@@ -39,6 +39,31 @@ from . import register
 from .budget import NEVER, Deadline, OutOfTime, stack_unplaced
 
 
+class BoxList:
+    """Placed boxes in a plain list, read whole for each query: for a few hundred boxes,
+    where reading them costs less than the NumPy calls of a `BoxTable` (a search plans
+    many such small problems inside a large one)."""
+
+    __slots__ = ("_spans", "_size", "_placed")
+
+    def __init__(self, spans: Sequence[tuple[int, int]], sizes: Sequence[int]) -> None:
+        self._spans, self._size = spans, sizes
+        self._placed: list[tuple[int, int, int, int]] = []     # (start, end, lo, hi)
+
+    def add(self, spans: Iterable[int], lo: int) -> None:
+        """Place the boxes of span numbers `spans` at offset `lo`."""
+        for k in spans:
+            self._placed.append((*self._spans[k], lo, lo + self._size[k]))
+
+    def lowest(self, spans: Sequence[int], size: int, fit: str = "lowest") -> int:
+        """`lowest_gap` of the boxes alive at some step of span numbers `spans`."""
+        taken = []
+        for k in spans:
+            a, b = self._spans[k]
+            taken += [(lo, hi) for s, e, lo, hi in self._placed if s <= b and a <= e]
+        return lowest_gap(taken, size, fit)
+
+
 class BoxTable:
     """Placed boxes in NumPy arrays, read whole: "the lowest offset free at every step of
     these spans" when each box has at most a few hundred others in its way.
@@ -46,7 +71,7 @@ class BoxTable:
     Every box's lifetime and size are known before the first is placed, so the table is
     laid out once: a row per span, grouped by lifetime class (class c lives fewer than
     2**c steps and at least 2**(c-1)), by start within a class. A box of class c in the
-    way of [s, e] starts in (s - 2**c, e]: one run of its class's rows, at most about
+    way of [s, e] starts in (s + 1 - 2**c, e]: one run of its class's rows, at most about
     twice the rows it must return (one `searchsorted` finds the runs of every class).
     The rows not placed yet or ended before s are dropped; each of the others holds its
     box as one integer, offset in the high bits and size in the low ones, so that one
@@ -75,8 +100,8 @@ class BoxTable:
         classes = sorted(set(life))
         base = {c: q * width - t0 for q, c in enumerate(classes)}
         self._keys = np.array([base[life[k]] + spans[k][0] for k in order], dtype=np.int64)
-        # the window of class c for [s, e]: keys in (base + s - 2**c, base + e]
-        self._window = np.array([[base[c] - (1 << c) for c in classes],
+        # the window of class c for [s, e]: keys in (base + s + 1 - 2**c, base + e]
+        self._window = np.array([[base[c] + 1 - (1 << c) for c in classes],
                                  [base[c] for c in classes]], dtype=np.int64)
         self._se = np.zeros((2, 1), dtype=np.int64)          # scratch for one query
         self._q = np.zeros_like(self._window)
@@ -163,16 +188,20 @@ def lowest_gap_of(lo: np.ndarray, hi: np.ndarray, size: int, fit: str = "lowest"
 
 
 def box_index(spans: Sequence[tuple[int, int]], sizes: Sequence[int]
-              ) -> BoxTable | FreeSpace:
+              ) -> BoxList | BoxTable | FreeSpace:
     """An empty index for boxes of `sizes` bytes over `spans` (a box is named by its
-    span's number): `BoxTable` while the spans make at most `DENSE` overlapping pairs
-    per span (it reads every box in the way, which is then cheaper) and NumPy's int64
-    holds them, else `FreeSpace`. Both give the same answers."""
+    span's number): `BoxList` for at most `FEW` boxes; `BoxTable` while the spans make
+    at most `DENSE` overlapping pairs per span (it reads every box in the way, which is
+    then cheaper) and NumPy's int64 holds them; else `FreeSpace`. All give the same
+    answers."""
+    if len(spans) <= FEW:
+        return BoxList(spans, sizes)
     if overlapping_pairs(spans) > DENSE * len(spans) or not BoxTable.holds(spans, sizes):
         return FreeSpace(spans, sizes)
     return BoxTable(spans, sizes)
 
 
+FEW = 700       # about where BoxTable overtakes BoxList on random lists and hard instances
 DENSE = 1200    # about where FreeSpace overtakes BoxTable on the realistic training graphs
 STEPS_SAFE = 1 << 50    # BoxTable's keys: a class's base + a start, 52 classes at most
 NOT_YET = -1 << 63      # the end of a row not placed yet: before any step
