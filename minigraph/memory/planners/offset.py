@@ -16,8 +16,9 @@ a few dozen calls and a few nanoseconds a box, so cheap while each box has at mo
 hundred others in its way (random lists, or about sqrt(n) on the hard instances), and
 quadratic on a training graph, where thousands of activations are alive at the turn from
 forward to backward. `FreeSpace` answers from merged byte ranges kept in a segment tree
-over the steps, so its cost does not grow with the boxes in the way; `box_index` picks
-one of the two by how much the lifetimes overlap. Both give the same offsets.
+over the steps, so its cost does not grow with the boxes in the way. For a few hundred
+boxes a plain list (`BoxList`) is cheapest. `box_index` picks one of the three by the
+number of boxes and how much their lifetimes overlap; all give the same offsets.
 Best fit keeps its skyline in a heap and its unplaced buffers sorted by start: a short
 line's candidates are read whole in NumPy, a long line's found in a segment tree; at most
 3n + 1 rounds (`benchmarks/plan_scaling.py` measures how many lines are short).
