@@ -768,7 +768,6 @@ class _Unplaced:
     def _scan(self, lo: int, hi: int, t1: int) -> int:
         """`find` by reading every buffer that starts on the line, in NumPy: for a short
         line this costs less than the descent."""
-        fits = self.end_left[lo:hi] <= t1
-        if not fits.any():
-            return -1
-        return lo + int(np.where(fits, self.rank_array[lo:hi], NONE).argmin())
+        ranks = np.where(self.end_left[lo:hi] <= t1, self.rank_array[lo:hi], NONE)
+        k = int(ranks.argmin())
+        return -1 if ranks[k] == NONE else lo + k
