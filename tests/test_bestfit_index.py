@@ -30,7 +30,8 @@ def test_find_is_the_best_fitting_buffer(seed, few, scan, monkeypatch):
         items.append(Buffer(k, s, min(steps - 1, s + int(rng.expovariate(0.1))),
                             rng.choice([1, 8, 64, 1000])))
     items.sort(key=lambda b: b.start)
-    pool, gone = _Unplaced.of(items), set()
+    pool, gone = _Unplaced.of([b.start for b in items], [b.end for b in items],
+                             [b.size for b in items]), set()
     for _ in range(300):
         t0 = rng.randrange(steps)
         t1 = rng.randrange(t0, steps)

@@ -468,14 +468,21 @@ def bestfit_offsets(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> li
     offsets = [0] * len(buffers)
     where = sorted((k for k, b in enumerate(buffers) if b.size),
                    key=lambda k: buffers[k].start)                          # stable
-    items = [buffers[k] for k in where]
-    if not items:
+    if not where:
         return offsets
-    pool = _Unplaced.of(items)
-    sky = Skyline(min(b.start for b in items), max(b.end for b in items))
-    left = len(items)
+    # The loop reads the buffers in no particular order: fresh lists in start order
+    # (not the Buffer objects, strewn over memory) miss the cache less.
+    starts, ends, sizes = (list(column) for column in
+                           zip(*[(buffers[k].start, buffers[k].end, buffers[k].size)
+                                 for k in where]))
+    pool = _Unplaced.of(starts, ends, sizes)
+    sky = Skyline(starts[0], max(ends))
+    found = [0] * len(where)
+    left = len(where)
     while left:
         if deadline.passed():
+            for p, o in enumerate(found):
+                offsets[where[p]] = o
             raise OutOfTime("bestfit", _unplaced_after(buffers, offsets,
                                                        [where[p] for p in pool.left()]))
         s = sky.lowest()
@@ -483,10 +490,12 @@ def bestfit_offsets(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> li
         if p < 0:                 # nothing fits on this line
             sky.lift(s)
             continue
-        offsets[where[p]] = sky.h[s]
+        found[p] = sky.h[s]
         pool.remove(p)
-        sky.place(s, items[p])
+        sky.place(s, starts[p], ends[p], sizes[p])
         left -= 1
+    for p, o in enumerate(found):
+        offsets[where[p]] = o
     return offsets
 
 
@@ -560,15 +569,15 @@ class Skyline:
             if self.alive[s] and self.h[s] == h and self.t0[s] == t0:
                 return s
 
-    def place(self, s: int, b: Buffer) -> None:
-        """Put `b` on line `s`: the line splits into the part before `b`, the top of `b`,
-        and the part after it."""
-        h, t0, t1, top = self.h[s], self.t0[s], self.t1[s], self.h[s] + b.size
-        pieces = [self._new(t0, b.start - 1, h)] if b.start > t0 else []
-        mid = self._new(b.start, b.end, top)
+    def place(self, s: int, start: int, end: int, size: int) -> None:
+        """Put a buffer (steps start..end, size bytes) on line `s`: the line splits into
+        the part before it, its top, and the part after it."""
+        h, t0, t1, top = self.h[s], self.t0[s], self.t1[s], self.h[s] + size
+        pieces = [self._new(t0, start - 1, h)] if start > t0 else []
+        mid = self._new(start, end, top)
         pieces.append(mid)
-        if b.end < t1:
-            pieces.append(self._new(b.end + 1, t1, h))
+        if end < t1:
+            pieces.append(self._new(end + 1, t1, h))
         left = self.prev[s]
         for q in pieces:
             self._link(left, q)
@@ -642,14 +651,12 @@ class _Unplaced:
                         # way there), longer ones searched in the tree
 
     @classmethod
-    def of(cls, items: Sequence[Buffer]) -> _Unplaced:
-        """The pool of `items` (sorted by start), ranked longest-lived first, then larger,
-        then earlier."""
-        starts = [b.start for b in items]
-        ends = [b.end for b in items]
+    def of(cls, starts: list[int], ends: list[int], sizes: list[int]) -> _Unplaced:
+        """The pool of the buffers given by their steps and sizes (sorted by start),
+        ranked longest-lived first, then larger, then earlier."""
         by_quality = sorted(zip([s - e for s, e in zip(starts, ends)],
-                                [-b.size for b in items], starts, range(len(items))))
-        rank = [0] * len(items)
+                                [-z for z in sizes], starts, range(len(starts))))
+        rank = [0] * len(starts)
         for r, quality in enumerate(by_quality):
             rank[quality[-1]] = r
         return cls(starts, ends, rank)
