@@ -477,12 +477,9 @@ def bestfit_offsets(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> li
                                  for k in where]))
     pool = _Unplaced.of(starts, ends, sizes)
     sky = Skyline(starts[0], max(ends))
-    found = [0] * len(where)
     left = len(where)
     while left:
         if deadline.passed():
-            for p, o in enumerate(found):
-                offsets[where[p]] = o
             raise OutOfTime("bestfit", _unplaced_after(buffers, offsets,
                                                        [where[p] for p in pool.left()]))
         s = sky.lowest()
@@ -490,12 +487,10 @@ def bestfit_offsets(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> li
         if p < 0:                 # nothing fits on this line
             sky.lift(s)
             continue
-        found[p] = sky.h[s]
+        offsets[where[p]] = sky.h[s]
         pool.remove(p)
         sky.place(s, starts[p], ends[p], sizes[p])
         left -= 1
-    for p, o in enumerate(found):
-        offsets[where[p]] = o
     return offsets
 
 
