@@ -47,3 +47,71 @@ def array_module(device: str) -> Any:
 def to_numpy(a: Any) -> np.ndarray:
     """A host copy of an array from either module."""
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def upload(xp: Any, dst: Any, value: Any) -> None:
+    """Copy a feed into its device buffer `dst`. A host array goes straight across
+    (`set`): `xp.asarray` would first make a device temporary of the same size."""
+    if xp is np or not isinstance(value, np.ndarray):
+        dst[...] = xp.asarray(value)
+    else:
+        dst.set(np.ascontiguousarray(value, dtype=dst.dtype))
+
+
+class PoolMeter:
+    """Bytes that CuPy's memory pool hands out while the meter is on (`with PoolMeter():`):
+    live now and the peak since `reset_peak()`, from a memory hook that sees every
+    allocation and release [CuPy CUDA]. `requested` counts the bytes asked for; `rounded`
+    the bytes the pool really reserves for them (a multiple of 512)."""
+
+    def __init__(self) -> None:
+        import cupy  # type: ignore
+        meter = self
+
+        class _Hook(cupy.cuda.memory_hook.MemoryHook):
+            name = "minigraph-pool-meter"
+
+            def malloc_postprocess(self, **kw: Any) -> None:
+                meter._malloc(kw["mem_ptr"], kw["size"], kw["mem_size"])
+
+            def free_postprocess(self, **kw: Any) -> None:
+                meter._free(kw["mem_ptr"])
+
+        self._hook = _Hook()
+        self._live: dict[int, tuple[int, int]] = {}
+        self.requested = self.rounded = 0
+        self.peak_requested = self.peak_rounded = 0
+        self.sizes: list[int] = []          # every allocation's requested bytes, in order
+
+    def __enter__(self) -> PoolMeter:
+        self._hook.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._hook.__exit__(*exc)
+
+    def now(self) -> int:
+        return self.requested
+
+    def peak(self) -> int:
+        return self.peak_requested
+
+    def reset_peak(self) -> None:
+        self.peak_requested = self.requested
+
+    @property
+    def allocations(self) -> int:
+        return len(self.sizes)
+
+    def _malloc(self, ptr: int, size: int, mem_size: int) -> None:
+        self.sizes.append(size)
+        self._live[ptr] = (size, mem_size)
+        self.requested += size
+        self.rounded += mem_size
+        self.peak_requested = max(self.peak_requested, self.requested)
+        self.peak_rounded = max(self.peak_rounded, self.rounded)
+
+    def _free(self, ptr: int) -> None:
+        size, mem_size = self._live.pop(ptr, (0, 0))
+        self.requested -= size
+        self.rounded -= mem_size

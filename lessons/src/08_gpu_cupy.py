@@ -134,7 +134,10 @@ print(f"the {sum(b for _, b in inside.values()):,} B of planned tensors share an
 # ## 5. What the run really used
 #
 # `last_stats` says what the plan expected (arena + unplanned + largest workspace) and what
-# was measured: the CuPy memory pool's bytes on a GPU, `tracemalloc`'s peak on NumPy.
+# was measured: on a GPU, a memory hook on CuPy's pool that sees every allocation and
+# release, read after each op; on NumPy, `tracemalloc`'s peak. (NumPy makes small hidden
+# temporaries of its own inside some calls, so there the measured peak is a little above
+# the expected one; `stats.undeclared` names the ops.)
 
 # %%
 def show(stats, label):
@@ -170,7 +173,50 @@ if DEVICE == "gpu":
     print(f"cpu: {time_steps(mg.Executor(step, report, device='cpu')) * 1000:.1f} ms per step")
 
 # %% [markdown]
-# ## 7. The GPU's rule: aligned offsets
+# ## 7. On a real GPU, at real sizes, against PyTorch
+#
+# `minigraph/experiments/gpu.py` runs one SGD step of three zoo models (an MLP, ResNet-18
+# at CIFAR size, a GPT-style decoder) once per technique and once in PyTorch eager (the
+# same graph, op by op, with PyTorch's own kernels and caching allocator [PyTorch CUDA]).
+# It times each step with CUDA events and measures the device memory each one really
+# used: minigraph's with the memory hook of section 5, PyTorch's with
+# `torch.cuda.max_memory_allocated()`. The last table runs DTR (lesson 07) on the GPU under
+# a budget below what the step needs without rematerialisation.
+#
+# On a GPU this cell measures small versions of the three models live (well under a
+# minute). Without one it shows the rows of the last run on a real GPU, committed with the
+# code (`benchmarks/gpu_run.sh` made them), and names the device that gave them.
+
+# %%
+from minigraph.experiments import gpu as gpu_bench
+
+if DEVICE == "gpu":
+    results = gpu_bench.run("gpu", gpu_bench.LESSON_SIZES, repeats=5, warmup=2,
+                            progress=False)
+    print("measured now, on this GPU, at the lesson's small sizes")
+else:
+    results = gpu_bench.committed()
+    if results is not None:
+        env = results["environment"]
+        print(f"no GPU here: the last run on a real GPU ({env['device']}, CuPy "
+              f"{env.get('cupy')}, CUDA {env.get('cuda_runtime')}, PyTorch "
+              f"{env.get('torch')}), committed in {gpu_bench.COMMITTED.name}")
+if results is not None:
+    print(gpu_bench.tables(results))
+    print("\n".join(gpu_bench.targets(results)))
+else:
+    print("no GPU here, and no committed GPU run to show")
+
+# %% [markdown]
+# Read the tables column by column. *declared* is what the plan says the step holds at its
+# fullest; *measured* is what the hook saw: the two agree, so the plan is what the device
+# really ran. *pool reserved* is larger for small tensors, because CuPy's pool hands out
+# blocks of 512 bytes at least. Against PyTorch: its caching allocator frees each
+# activation when autograd is done with it, but it cannot share one tensor's bytes with
+# another it does not know about yet; the planned arena can, because the whole step is
+# known before it runs.
+#
+# ## 8. The GPU's rule: aligned offsets
 #
 # A float32 view must start at a multiple of 4 bytes, a float64 view at a multiple of 8.
 # NumPy tolerates a misaligned view (slowly); CuPy does not, so on a GPU the executor

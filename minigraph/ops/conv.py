@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Tensor, check_same_dtype
+from . import cuda
 from .nn import _float_only
 from .registry import apply1, defop, itemsize, numel, shape_error
 
@@ -65,17 +66,30 @@ def _out_hw(op, operands, x_shape, kernel, stride, padding) -> tuple[int, int]:
     return hw[0], hw[1]
 
 
-def _im2col(xp, x, cols, attrs, y_shape) -> None:
-    """cols[N, C, kh, kw, Ho, Wo] = the input seen through every window (zeros in padding)."""
+def _im2col(xp, x, cols, attrs, y_shape, batch_inner: bool = False) -> None:
+    """cols[N, C, kh, kw, Ho, Wo] = the input seen through every window (zeros in padding);
+    with `batch_inner` the layout is [C, kh, kw, N, Ho, Wo] (the batch next to the pixels,
+    so that conv2d_grad_w sums over images and pixels in one product).
+    On a GPU one kernel does the same (`cuda.im2col`)."""
+    if cuda.on_cupy(xp) and x.flags.c_contiguous:
+        cuda.im2col(x, cols, attrs, y_shape, batch_inner)
+        return
     if any(attrs["padding"]):
         cols.fill(0)
+    if batch_inner:                   # the same copies, batch and channel axes swapped
+        x = x.transpose(1, 0, 2, 3)
+        cols = cols.transpose(0, 3, 1, 2, 4, 5)
     for i, j, osl, isl in _windows(attrs, x.shape, y_shape):
         cols[:, :, i, j][osl] = x[isl]
 
 
 def _col2im(xp, dcols, dx, attrs, y_shape) -> None:
     """The adjoint of _im2col: add every column entry back to the input position it came from.
-    Offsets are visited in a fixed order, so overlapping windows sum reproducibly."""
+    Offsets are visited in a fixed order, so overlapping windows sum reproducibly.
+    On a GPU one kernel gathers the same sums in the same order (`cuda.col2im`)."""
+    if cuda.on_cupy(xp) and dcols.flags.c_contiguous and dx.flags.c_contiguous:
+        cuda.col2im(dcols, dx, attrs, y_shape)
+        return
     dx.fill(0)
     for i, j, osl, isl in _windows(attrs, dx.shape, y_shape):
         dst = dx[isl]
@@ -111,7 +125,8 @@ def _conv_fw(ctx, attrs, ins, outs):
     cols = ctx.scratch((n,) + tuple(w.shape[1:]) + tuple(y.shape[2:]), x.dtype)
     _im2col(ctx.xp, x, cols, _conv_attrs(attrs, w.shape), y.shape)
     # y[n] = W[O, K] @ cols[n][K, Ho*Wo], for all n in one batched call
-    ctx.xp.matmul(w.reshape(o, k), cols.reshape(n, k, spatial), out=y.reshape(n, o, spatial))
+    cuda.matmul_into(ctx.xp, w.reshape(o, k), cols.reshape(n, k, spatial),
+                     y.reshape(n, o, spatial))
 
 
 def _cols_bytes(x_shape, w_shape, y_shape, itemsize) -> int:
@@ -133,26 +148,24 @@ def _conv_grad_x_fw(ctx, attrs, ins, outs):
     n, o = dy.shape[:2]
     k, spatial = numel(w) // o, dy.shape[2] * dy.shape[3]
     dcols = ctx.scratch((n,) + tuple(w.shape[1:]) + tuple(dy.shape[2:]), dy.dtype)
-    ctx.xp.matmul(w.reshape(o, k).T, dy.reshape(n, o, spatial), out=dcols.reshape(n, k, spatial))
+    cuda.matmul_into(ctx.xp, w.reshape(o, k), dy.reshape(n, o, spatial),
+                     dcols.reshape(n, k, spatial), ta=True)
     _col2im(ctx.xp, dcols, dx, _conv_attrs(attrs, w.shape), dy.shape)
 
 
 def _conv_grad_w_fw(ctx, attrs, ins, outs):
-    # dW = sum_n dy[n] @ cols[n]^T, summed over n in a fixed order: reads dy and x only.
+    # dW[O, K] = sum over images and pixels of dy[n, O, p] cols[n, K, p]: one product over
+    # the batch folded into the pixels, with dy's batch moved inside (dy_t [O, N, p]) and
+    # the columns laid out batch inside ([K, N, p]). Reads dy and x only.
     xp, (dy, x), dw = ctx.xp, ins, outs[0]
     n, o = dy.shape[:2]
     k, spatial = numel(dw) // o, dy.shape[2] * dy.shape[3]
-    cols = ctx.scratch((n,) + tuple(dw.shape[1:]) + tuple(dy.shape[2:]), x.dtype)
-    _im2col(xp, x, cols, _conv_attrs(attrs, dw.shape), dy.shape)
-    cols3, dy3, dw2 = cols.reshape(n, k, spatial), dy.reshape(n, o, spatial), dw.reshape(o, k)
-    part = ctx.scratch((o, k), dw.dtype)
-    if n == 0:                       # no images: the sum over the batch is empty
-        dw.fill(0)
-        return
-    xp.matmul(dy3[0], cols3[0].T, out=dw2)
-    for b in range(1, n):
-        xp.matmul(dy3[b], cols3[b].T, out=part)
-        xp.add(dw2, part, out=dw2)
+    cols = ctx.scratch(tuple(dw.shape[1:]) + (n,) + tuple(dy.shape[2:]), x.dtype)
+    _im2col(xp, x, cols, _conv_attrs(attrs, dw.shape), dy.shape, batch_inner=True)
+    dy_t = ctx.scratch((o, n, spatial), dy.dtype)
+    dy_t[...] = dy.reshape(n, o, spatial).transpose(1, 0, 2)
+    cuda.matmul_into(xp, dy_t.reshape(o, n * spatial), cols.reshape(k, n * spatial),
+                     dw.reshape(o, k), tb=True)
 
 
 def _gemm_flops(n, o, k, spatial) -> int:
@@ -187,7 +200,7 @@ defop("conv2d_grad_w", infer=_conv_grad_w_infer, forward=_conv_grad_w_fw, differ
                                              ins[0].shape[2] * ins[0].shape[3]),
       workspace=lambda a, ins, outs: _cols_bytes(ins[1].shape, outs[0].shape, ins[0].shape,
                                                  itemsize(ins[0]))
-      + numel(outs[0]) * itemsize(ins[0]))
+      + numel(ins[0]) * itemsize(ins[0]))
 
 
 def conv2d(x: Tensor, w: Tensor, stride=1, padding=0) -> Tensor:

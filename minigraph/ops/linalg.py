@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Tensor, check_same_dtype
+from .cuda import matmul_into
 from .registry import apply1, defop, numel, shape_error
 from .shape import reshape
 
@@ -31,16 +32,14 @@ def _matmul_infer(attrs, a, b):
 
 def _matmul_fw(ctx, attrs, ins, outs):
     a, b = ins
-    if attrs["ta"]:
-        a = ctx.xp.swapaxes(a, -1, -2)
-    if attrs["tb"]:
-        b = ctx.xp.swapaxes(b, -1, -2)
     out = outs[0]
-    if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous and out.flags.c_contiguous:
+    if (b.ndim == 2 and a.ndim > 2 and not attrs["ta"] and a.flags.c_contiguous
+            and out.flags.c_contiguous):
         # [..., m, k] @ [k, n]: fold the batch into rows, one GEMM instead of one per batch
-        ctx.xp.matmul(a.reshape(-1, a.shape[-1]), b, out=out.reshape(-1, out.shape[-1]))
+        matmul_into(ctx.xp, a.reshape(-1, a.shape[-1]), b, out.reshape(-1, out.shape[-1]),
+                    tb=attrs["tb"])
         return
-    ctx.xp.matmul(a, b, out=out)
+    matmul_into(ctx.xp, a, b, out, attrs["ta"], attrs["tb"])   # the flags read transposed
 
 
 def _matmul_flops(attrs, ins, outs):

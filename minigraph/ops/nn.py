@@ -155,8 +155,16 @@ def _sce_infer(attrs, logits, labels):
     return [((), logits.dtype)]
 
 
-def _check_labels(xp, labels, classes: int) -> None:
-    """Labels must lie in [0, C); say which one does not (two reductions, no temporary)."""
+def _check_labels(ctx, labels, classes: int) -> None:
+    """Labels must lie in [0, C); say which one does not (two reductions, no temporary).
+    Skipped where the executor checked these labels on the host as they were fed
+    (`index_inputs`): on a GPU, reading the reductions back would stall every step."""
+    if not ctx.indices_checked:
+        check_index_values(ctx.xp, labels, classes)
+
+
+def check_index_values(xp, labels, classes: int, what: str = "label") -> None:
+    """IndexError naming the first value of `labels` outside [0, classes) and its place."""
     if labels.size == 0:
         return
     if int(xp.min(labels)) >= 0 and int(xp.max(labels)) < classes:
@@ -164,7 +172,7 @@ def _check_labels(xp, labels, classes: int) -> None:
     flat = labels.reshape(-1)
     k = int(xp.argmax((flat < 0) | (flat >= classes)))
     pos = tuple(int(i) for i in np.unravel_index(k, labels.shape))
-    raise IndexError(f"label {int(flat[k])} at position {list(pos)} is out of range "
+    raise IndexError(f"{what} {int(flat[k])} at position {list(pos)} is out of range "
                      f"[0, {classes})")
 
 
@@ -183,7 +191,7 @@ def _sce_fw(ctx, attrs, ins, outs):
     classes = logits.shape[-1]
     L = logits.reshape(-1, classes)
     rows = L.shape[0]
-    _check_labels(xp, labels, classes)
+    _check_labels(ctx, labels, classes)
     e = ctx.scratch((rows, classes), L.dtype)
     m = ctx.scratch((rows, 1), L.dtype)
     r = ctx.scratch((rows, 1), L.dtype)
@@ -211,7 +219,7 @@ def _sce_grad_fw(ctx, attrs, ins, outs):
     classes = logits.shape[-1]
     L = logits.reshape(-1, classes)
     rows = L.shape[0]
-    _check_labels(xp, labels, classes)
+    _check_labels(ctx, labels, classes)
     d = outs[0].reshape(-1, classes)
     m = ctx.scratch((rows, 1), L.dtype)
     xp.max(L, axis=1, keepdims=True, out=m)
@@ -233,10 +241,12 @@ def _sce_grad_fw(ctx, attrs, ins, outs):
 defop("softmax_cross_entropy", infer=_sce_infer, forward=_sce_fw, differentiable=(0,),
       grad=lambda a, ins, outs, g: [apply1("softmax_cross_entropy_grad",
                                            [g[0], ins[0], ins[1]]), None],
-      flops=lambda a, ins, outs: 5 * numel(ins[0]), workspace=_sce_ws)
+      flops=lambda a, ins, outs: 5 * numel(ins[0]), workspace=_sce_ws,
+      index_inputs=lambda a, ins: {1: ins[0].shape[-1]})
 defop("softmax_cross_entropy_grad", infer=lambda a, g, logits, labels:
       [(logits.shape, logits.dtype)], forward=_sce_grad_fw, inplace=((0, 1),),
       differentiable=(), flops=lambda a, ins, outs: 5 * numel(ins[1]),
+      index_inputs=lambda a, ins: {2: ins[1].shape[-1]},
       workspace=lambda a, ins, outs: numel(ins[2]) * (2 * itemsize(ins[1]) + 16)
       + itemsize(ins[1]))
 
@@ -481,21 +491,19 @@ def _emb_infer(attrs, ids, table):
 
 def _emb_fw(ctx, attrs, ins, outs):
     xp, (ids, table) = ctx.xp, ins
-    _check_ids(xp, ids, table.shape[0])
+    _check_ids(ctx, ids, table.shape[0])
     xp.take(table, ids.reshape(-1), axis=0, out=outs[0].reshape(-1, table.shape[1]))
 
 
-def _check_ids(xp, ids, vocab: int) -> None:
-    try:
-        _check_labels(xp, ids, vocab)
-    except IndexError as e:
-        raise IndexError(str(e).replace("label", "id", 1)) from None
+def _check_ids(ctx, ids, vocab: int) -> None:
+    if not ctx.indices_checked:
+        check_index_values(ctx.xp, ids, vocab, "id")
 
 
 def _emb_grad_fw(ctx, attrs, ins, outs):
     # Scatter-add the rows of dy into the table's gradient; repeated ids add up.
     xp, (dy, ids), dt = ctx.xp, ins, outs[0]
-    _check_ids(xp, ids, dt.shape[0])
+    _check_ids(ctx, ids, dt.shape[0])
     dt.fill(0)
     rows, flat = dy.reshape(-1, dt.shape[1]), ids.reshape(-1)
     if xp is np:
@@ -508,9 +516,9 @@ def _emb_grad_fw(ctx, attrs, ins, outs):
 defop("embedding", infer=_emb_infer, forward=_emb_fw, differentiable=(1,),
       grad=lambda a, ins, outs, g: [None, apply1("embedding_grad", [g[0], ins[0]],
                                                  {"vocab": ins[1].shape[0]})],
-      flops=lambda a, ins, outs: 0)
+      flops=lambda a, ins, outs: 0, index_inputs=lambda a, ins: {0: ins[1].shape[0]})
 defop("embedding_grad", infer=lambda a, dy, ids: [((a["vocab"], dy.shape[-1]), dy.dtype)],
-      forward=_emb_grad_fw, differentiable=(),
+      forward=_emb_grad_fw, differentiable=(), index_inputs=lambda a, ins: {1: a["vocab"]},
       flops=lambda a, ins, outs: numel(ins[0]))
 
 

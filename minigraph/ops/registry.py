@@ -52,6 +52,10 @@ class OpDef:
     workspace: Callable[..., int] = no_workspace  # scratch bytes (im2col and the like)
     stateful: bool = False                      # must run exactly once (no DTR replay)
     differentiable: tuple[int, ...] | None = None  # inputs that take gradients (None: all)
+    # Inputs whose values index something (labels, ids), with the bound they must stay
+    # under: (attrs, inputs) -> {input position: bound}. A GPU run checks such a feed on
+    # the host as it is uploaded, so that the kernel never reads a result back.
+    index_inputs: Callable[[dict, Sequence[Any]], dict[int, int]] | None = None
 
 
 OPS: dict[str, OpDef] = {}
@@ -97,6 +101,14 @@ def flops_of(graph: Any, node: Any) -> int:
     return int(d.flops(node.attr, ins, outs))
 
 
+def index_bounds(graph: Any, node: Any) -> dict[int, int]:
+    """{input position: bound} of the node's inputs that index something (`index_inputs`)."""
+    d = get_op(node.op)
+    if d.index_inputs is None:
+        return {}
+    return d.index_inputs(node.attr, [graph.tensors[i] for i in node.inputs])
+
+
 def workspace_of(graph: Any, node: Any) -> int:
     d = get_op(node.op)
     ins = [graph.tensors[i] for i in node.inputs]
@@ -110,6 +122,7 @@ class KernelContext:
     def __init__(self, xp: Any, node: str = "", step: int = 0, seed: int = 0):
         self.xp, self.node, self.step, self.seed = xp, node, step, seed
         self.workspace_bytes = 0
+        self.indices_checked = False    # the executor checked the index inputs' values
 
     def scratch(self, shape: Sequence[int], dtype: Any) -> Any:
         """A temporary array (counted as workspace, freed when the kernel returns)."""

@@ -17,24 +17,27 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import array_module, resolve_device, to_numpy
+from ..backend import PoolMeter, array_module, resolve_device, to_numpy, upload
 from ..errors import AllocationError, DeviceError, FeedError, PlanTypeError
 from ..feeds import check_fits
 from ..graph import Graph
 from ..memory.api import MemoryReport
 from ..memory.plan import MemoryPlan
-from ..ops.registry import workspace_of
+from ..ops.nn import check_index_values
+from ..ops.registry import index_bounds, workspace_of
 from .kernels import kernel_context, run_kernel
 
 
 @dataclass
 class RunStats:
-    """Bytes of one run. `measured_peak`: tracemalloc (NumPy) or the CuPy pool (GPU).
+    """Bytes of one run. `measured_peak`: the most bytes of arrays alive at once, from
+    tracemalloc (NumPy) or a memory hook on CuPy's pool (GPU: the bytes asked for;
+    `pool_peak` is what the pool reserved for them, each block rounded up to 512 bytes).
 
-    `undeclared` (NumPy runs with `measure=True`): per node, the bytes its kernel
-    allocated beyond its declared workspace while it ran - hidden temporaries such as
-    `1 - y`, a boolean mask, or NumPy's own iterator buffers (at most 8192 elements per
-    operand, for broadcasting or casting); about 1 KiB of it is Python objects.
+    `undeclared` (runs with `measure=True`): per node, the bytes its kernel allocated
+    beyond its declared workspace while it ran - hidden temporaries such as `1 - y`, a
+    boolean mask, NumPy's own iterator buffers (at most 8192 elements per operand, for
+    broadcasting or casting; about 1 KiB of it is Python objects) or a copy CuPy makes.
     """
     arena_bytes: int
     unplanned_bytes: int
@@ -43,6 +46,7 @@ class RunStats:
     seconds: float
     undeclared: dict[str, int] = field(default_factory=dict)
     measured_workspace: int = 0
+    pool_peak: int | None = None
 
     @property
     def op_temporaries(self) -> int:
@@ -113,6 +117,18 @@ class Executor:
                 self._own.append((t.name, t.shape, t.dtype))
         self._steps: list[tuple[Any, dict, int]] | None = None   # filled on the first run
         self._fits = False                                          # checked on the first run
+        # On a GPU, fed labels and ids are checked on the host as they are uploaded; the
+        # kernels that read only such feeds then skip their own check (a read-back).
+        self._index_feeds: dict[str, list[tuple[int, str]]] = {}
+        self._checked_nodes: set[str] = set()
+        if self.device == "gpu":
+            for node in self.order:
+                bounds = {node.inputs[i]: b for i, b in index_bounds(g, node).items()}
+                for name, bound in bounds.items():
+                    if name in self._wanted:
+                        self._index_feeds.setdefault(name, []).append((bound, node.name))
+                if bounds and all(name in self._wanted for name in bounds):
+                    self._checked_nodes.add(node.name)
 
     def _check_memory(self) -> None:
         """AllocationError before the first allocation when the run's buffers (fed copies,
@@ -141,7 +157,7 @@ class Executor:
         for name, v in feeds.items():          # the executor's own copy: the "upload"
             t = self._wanted[name]
             a = _empty(xp, name, t.shape, t.dtype)
-            a[...] = xp.asarray(v)
+            self._upload(name, a, v)
             arrays[name] = a
             unplanned += a.nbytes
         arrays.update(self._consts)
@@ -175,28 +191,28 @@ class Executor:
         # headers, dicts). The objects held during the run are counted once, right after
         # storage is set up, and taken off the peak, so `measured_peak` is array bytes.
         # Per-kernel extras go into a buffer made before that count (it does not grow).
-        extras = array("q", bytes(8 * len(steps))) if measuring else None
+        # On a GPU a hook on CuPy's pool sees device arrays only.
+        extras = array("q", bytes(8 * len(steps))) if measure else None
         objects = 0
-        if measuring:
-            tracemalloc.start()
-            tracemalloc.reset_peak()
-        pool = self.xp.get_default_memory_pool() if measure and self.device == "gpu" else None
+        meter = _Tracemalloc() if measuring else (
+            PoolMeter() if measure and self.device == "gpu" else None)
         t0 = time.perf_counter()
         try:
+            if meter is not None:
+                meter.__enter__()
             arrays, arena_bytes, unplanned = self._storage(feeds)
             if measuring:
                 objects = tracemalloc.get_traced_memory()[0] - _numpy_traced_bytes()
-            workspace, peak = self._execute(arrays, step, extras)
+            workspace, peak = self._execute(arrays, step, extras, meter)
             if self.device == "gpu":
                 self.xp.cuda.Device().synchronize()
             seconds = time.perf_counter() - t0
-            if measuring:
-                peak = max(peak, tracemalloc.get_traced_memory()[1]) - objects
-            elif pool is not None:
-                peak = pool.total_bytes()
+            if meter is not None:
+                peak = max(peak, meter.peak()) - objects
         finally:
-            if measuring:
-                tracemalloc.stop()
+            if meter is not None:
+                meter.__exit__(None, None, None)
+        pool_peak = meter.peak_rounded if isinstance(meter, PoolMeter) else None
         if self.plan is None:
             unplanned = sum(a.nbytes for n, a in arrays.items()
                             if self.graph.tensors[n].kind != "const"
@@ -204,7 +220,7 @@ class Executor:
         undeclared = {node.name: int(x) for (node, _, _), x in zip(steps, extras or ()) if x > 0}
         measured_ws = max((d + x for (_, _, d), x in zip(steps, extras or ())), default=0)
         self.last_stats = RunStats(arena_bytes, unplanned, workspace, peak, seconds,
-                                   undeclared, measured_ws)
+                                   undeclared, measured_ws, pool_peak)
         return {o: to_numpy(arrays[o]).copy() for o in self.graph.outputs}
 
     # Resident training loop ----------------------------------------------------------------
@@ -226,9 +242,21 @@ class Executor:
         feeds = feeds or {}
         check_feeds(self.graph, feeds, partial=True)   # as run(): no broadcast, no casting
         for name, v in feeds.items():
-            arrays[name][...] = self.xp.asarray(v)
+            self._upload(name, arrays[name], v)
         self._execute(arrays, step)
         return {o: arrays[o] for o in self.graph.outputs}
+
+    def _upload(self, name: str, dst: Any, value: Any) -> None:
+        """Copy one feed in; on a GPU, a feed of labels or ids is checked on the host first
+        (FeedError naming the feed, the node that reads it and the value at fault)."""
+        for bound, node in self._index_feeds.get(name, ()):
+            try:
+                check_index_values(np, np.asarray(to_numpy(value)), bound,
+                                   "id" if self.graph.node(node).op.startswith("embedding")
+                                   else "label")
+            except IndexError as e:
+                raise FeedError(f"feed {name!r} (read by node {node}): {e}") from None
+        upload(self.xp, dst, value)
 
     def _kernel_steps(self) -> list[tuple[Any, dict, int]]:
         """Per node of the schedule: the node, its attrs and its declared workspace (once)."""
@@ -237,32 +265,54 @@ class Executor:
                            for node in self.order]
         return self._steps
 
-    def _execute(self, arrays: dict[str, Any], step: int,
-                 extras: Any = None) -> tuple[int, int | None]:
+    def _execute(self, arrays: dict[str, Any], step: int, extras: Any = None,
+                 meter: Any = None) -> tuple[int, int | None]:
         """Run the schedule; returns the largest declared workspace of any op, and (with
-        `extras`, while tracemalloc runs) the traced peak.
+        `extras` and a `meter`: tracemalloc, or the CuPy pool's hook) the measured peak.
 
         With `extras` each kernel's own peak is measured: the bytes it allocated beyond
-        its declared workspace go into `extras[k]` (per-kernel peaks reset tracemalloc's
+        its declared workspace go into `extras[k]` (per-kernel peaks reset the meter's
         peak, so the run's peak is kept here).
         """
         most = 0
-        xp, seed = self.xp, self.seed
+        xp, seed, checked = self.xp, self.seed, self._checked_nodes
         peak = 0
         for k, (node, _attrs, declared) in enumerate(self._kernel_steps()):
             ctx = kernel_context(xp, node, step, seed)
+            ctx.indices_checked = node.name in checked
             if extras is not None:
-                before, so_far = tracemalloc.get_traced_memory()
+                before, so_far = meter.now(), meter.peak()
                 peak = max(peak, so_far)
-                tracemalloc.reset_peak()
+                meter.reset_peak()
             run_kernel(node, [arrays[i] for i in node.inputs],
                        [arrays[o] for o in node.outputs], ctx)
             most = max(most, declared, ctx.workspace_bytes)
             if extras is not None:
-                top = tracemalloc.get_traced_memory()[1]
+                top = meter.peak()
                 peak = max(peak, top)
                 extras[k] = max(0, top - before - max(declared, ctx.workspace_bytes))
         return most, (peak if extras is not None else None)
+
+
+class _Tracemalloc:
+    """tracemalloc behind the meter interface that `PoolMeter` has (now, peak, reset)."""
+
+    def __enter__(self) -> _Tracemalloc:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        tracemalloc.stop()
+
+    def now(self) -> int:
+        return tracemalloc.get_traced_memory()[0]
+
+    def peak(self) -> int:
+        return tracemalloc.get_traced_memory()[1]
+
+    def reset_peak(self) -> None:
+        tracemalloc.reset_peak()
 
 
 def check_feeds(graph: Graph, feeds: Mapping[str, Any], partial: bool = False) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...backend import array_module, resolve_device, to_numpy
+from ...backend import array_module, resolve_device, to_numpy, upload
 from ...errors import DeviceError
 from ...feeds import check_fits
 from ...graph import Graph
@@ -76,7 +76,7 @@ class ArrayBackend:
             info = g.tensors[t.name]
             if t.name in self.feeds:
                 a = xp.empty(info.shape, dtype=info.dtype)
-                a[...] = xp.asarray(self.feeds[t.name])
+                upload(xp, a, self.feeds[t.name])
                 ext[k] = a
             elif info.kind == "const":
                 ext[k] = xp.asarray(info.value)
