@@ -58,22 +58,22 @@ EOF
 stamp "environment"
 
 # Phase A: correctness and memory, in parallel.
-MINIGRAPH_DEVICE=gpu timeout 300 $PY -m pytest -q -rs -p no:cacheprovider \
+MINIGRAPH_DEVICE=gpu timeout 200 $PY -m pytest -q -rs -p no:cacheprovider \
   --timeout 150 tests/test_gpu.py \
   "tests/test_online.py::test_cupy_pool_measurement_sits_beside_its_simulation" \
   > "$OUT/gpu_tests.txt" 2>&1 &
-MINIGRAPH_DEVICE=gpu timeout 300 $PY -m pytest -q -rs -p no:cacheprovider -n 4 \
+MINIGRAPH_DEVICE=gpu timeout 200 $PY -m pytest -q -rs -p no:cacheprovider -n 4 \
   tests/test_arena.py tests/test_executor_resident.py tests/test_dtr_runtime.py \
   tests/test_plan_properties.py tests/test_inplace.py tests/test_errors.py tests/test_ops.py \
   tests/test_plan_binding.py tests/test_models.py tests/test_gradcheck.py \
   > "$OUT/suite_gpu.txt" 2>&1 &
-(cd lessons/src && MINIGRAPH_DEVICE=gpu timeout 300 $PY 08_gpu_cupy.py) > "$OUT/lesson08.txt" 2>&1 &
-timeout 300 $PY benchmarks/from_torch.py > "$OUT/from_torch.md" 2>&1 &
+(cd lessons/src && MINIGRAPH_DEVICE=gpu timeout 200 $PY 08_gpu_cupy.py) > "$OUT/lesson08.txt" 2>&1 &
+timeout 200 $PY benchmarks/from_torch.py > "$OUT/from_torch.md" 2>&1 &
 wait
 stamp "phase A (tests, lesson 08, from_torch)"
 
 # Phase B: the timed benchmark, alone on the GPU.
-timeout 420 $PY benchmarks/gpu.py --json "$OUT/gpu_results.json" > "$OUT/gpu.md" 2>> "$OUT/gpu.log"
+timeout 240 $PY benchmarks/gpu.py --json "$OUT/gpu_results.json" > "$OUT/gpu.md" 2>> "$OUT/gpu.log"
 stamp "phase B (benchmarks/gpu.py) exit $?"
 tail -n 3 "$OUT"/gpu_tests.txt "$OUT"/suite_gpu.txt "$OUT"/lesson08.txt
 cat "$OUT/gpu.log"
