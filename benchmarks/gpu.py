@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import minigraph as mg  # noqa: E402
-from minigraph.experiments.gpu import DRY_SIZES, GPU_SIZES, run, tables, targets  # noqa: E402
+from minigraph.experiments.gpu import DRY_SIZES, GPU_SIZES, op_profile, run, tables, targets  # noqa: E402
+from minigraph.models import get_model  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtr-ratio", type=float, default=0.8)
     ap.add_argument("--models", default="mlp,resnet,transformer")
     ap.add_argument("--json", help="also write the rows as JSON to this file")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print where the planned step's time goes, op by op")
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = ap.parse_args(argv)
     device = "cpu" if args.dry_run else "gpu"
@@ -40,12 +43,27 @@ def main(argv: list[str] | None = None) -> int:
     results = run(device, sizes, repeats, args.warmup, args.dtr_ratio, args.models.split(","))
     text = tables(results) + "\n\ntargets:\n" + "\n".join(f"- {t}" for t in targets(results))
     print(text)
+    if args.profile:
+        print(profiles(device, sizes, args.models.split(",")))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     if args.write:
         write_results(text, "GPU (benchmarks/gpu.py)" if not args.dry_run
                       else "GPU script, dry run on NumPy (benchmarks/gpu.py --dry-run)")
     return 0
+
+
+def profiles(device: str, sizes: dict, models: list[str]) -> str:
+    """Per model, the op kinds that take the planned step's time (`op_profile`)."""
+    out = []
+    for name in models:
+        model = get_model(name, **sizes[name])
+        rows = op_profile(model, device, model.feeds(0))
+        out += ["", f"{name}: time per op kind, planned step ({sum(r[2] for r in rows):.2f} ms "
+                f"of kernels)", "", "| op | kernels | ms/step | share |",
+                "| --- | ---: | ---: | ---: |"]
+        out += [f"| {op} | {n} | {ms:.2f} | {share:.1%} |" for op, n, ms, share in rows[:15]]
+    return "\n".join(out)
 
 
 def write_results(text: str, title: str) -> None:

@@ -73,7 +73,7 @@ wait
 stamp "phase A (tests, lesson 08, from_torch)"
 
 # Phase B: the timed benchmark, alone on the GPU.
-timeout 240 $PY benchmarks/gpu.py --json "$OUT/gpu_results.json" > "$OUT/gpu.md" 2>> "$OUT/gpu.log"
+timeout 240 $PY benchmarks/gpu.py --profile --json "$OUT/gpu_results.json" > "$OUT/gpu.md" 2>> "$OUT/gpu.log"
 stamp "phase B (benchmarks/gpu.py) exit $?"
 tail -n 3 "$OUT"/gpu_tests.txt "$OUT"/suite_gpu.txt "$OUT"/lesson08.txt
 cat "$OUT/gpu.log"

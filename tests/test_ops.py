@@ -12,9 +12,9 @@ import pytest
 
 import minigraph as mg
 from minigraph.backend import array_module, resolve_device, to_numpy
-from minigraph.errors import DTypeError, GraphError, ShapeError
+from minigraph.errors import DTypeError, FeedError, ShapeError
 from minigraph.ops import nn as nn_ops
-from minigraph.ops.registry import OPS, KernelContext, flops_of, workspace_of
+from minigraph.ops.registry import OPS, KernelContext, flops_of, get_op, workspace_of
 
 MY_MODULES = ("minigraph.ops.nn", "minigraph.ops.conv", "minigraph.ops.indexing")
 rng = np.random.default_rng(0)
@@ -310,23 +310,40 @@ def test_dtype_errors_name_the_operand(name):
 
 
 def test_label_out_of_range_fails_at_run_time_naming_it():
+    # A fed label is checked on the host as it is uploaded (FeedError naming the feed and
+    # the node), before any kernel runs, on NumPy and on a GPU alike.
     logits, y = mg.input("logits", (3, 5)), mg.input("y", (3,), "int64")
     loss = mg.softmax_cross_entropy(logits, y)
     ex = mg.Executor(mg.Graph([loss]))
     for bad, where in (([0, 5, 1], "label 5 at position [1]"), ([0, 1, -2], "label -2 at "
                                                                            "position [2]")):
-        with pytest.raises(GraphError, match="out of range") as e:
+        with pytest.raises(FeedError, match="out of range") as e:
             ex.run(logits=np.zeros((3, 5), np.float32), y=np.array(bad))
         assert f"{where} is out of range [0, 5)" in str(e.value)
-        assert loss.name in str(e.value)
+        assert "feed 'y'" in str(e.value) and loss.name in str(e.value)
+    ex.load(logits=np.zeros((3, 5), np.float32), y=np.array([0, 1, 2]))
+    with pytest.raises(FeedError, match="label 7 at position"):
+        ex.step({"y": np.array([0, 7, 2])})
 
 
 def test_embedding_id_out_of_range_fails_at_run_time_naming_it():
     ids, table = mg.input("ids", (2, 2), "int64"), mg.param("E", (7, 3))
     out = mg.embedding(ids, table)
-    with pytest.raises(GraphError) as e:
+    with pytest.raises(FeedError) as e:
         run(out, {"ids": np.array([[0, 1], [9, 2]]), "E": np.zeros((7, 3), np.float32)})
     assert "id 9 at position [1, 0] is out of range [0, 7)" in str(e.value)
+
+
+def test_a_kernel_checks_indices_it_was_not_told_were_checked():
+    # A label computed inside the graph (not fed) is checked by the kernel itself.
+    ctx = KernelContext(np, "sce")
+    logits, labels = np.zeros((2, 3), np.float32), np.array([0, 3])
+    with pytest.raises(IndexError, match="label 3 at position \\[1\\] is out of range"):
+        get_op("softmax_cross_entropy").forward(ctx, {}, [logits, labels],
+                                                [np.zeros((), np.float32)])
+    ctx.indices_checked = True               # the executor's word that it checked them
+    get_op("softmax_cross_entropy").forward(ctx, {}, [logits, np.array([0, 2])],
+                                            [np.zeros((), np.float32)])
 
 
 def test_dropout_rejects_p_outside_0_1():

@@ -197,6 +197,32 @@ def bench_dtr(model: Model, device: str, ratio: float, planned_out: dict | None,
             "remats": tr.rematerializations, "max_abs_diff": diff}
 
 
+def op_profile(model: Model, device: str, feeds: dict, steps: int = 3) -> list[tuple]:
+    """Where the planned step's time goes: per op kind, (op, kernels, ms per step, share),
+    each kernel timed on the device's clock (`Executor.profile`), the median of `steps`."""
+    report = plan_memory(model.graph, TECHNIQUES[PLANNED])
+    ex = Executor(model.graph, report.plan, device=device)
+    ex.load(feeds)
+    ex.step()                                   # warm-up (kernels compiled)
+    runs = [ex.profile(step=k) for k in range(steps)]
+    per_op: dict[str, list[float]] = {}
+    count: dict[str, int] = {}
+    for _, op, _ in runs[0]:
+        count[op] = count.get(op, 0) + 1
+    for run in runs:
+        totals: dict[str, float] = {}
+        for _, op, ms in run:
+            totals[op] = totals.get(op, 0.0) + ms
+        for op, ms in totals.items():
+            per_op.setdefault(op, []).append(ms)
+    del ex
+    _free_pool(device)
+    med = {op: statistics.median(v) for op, v in per_op.items()}
+    total = sum(med.values()) or 1.0
+    return sorted(((op, count[op], ms, ms / total) for op, ms in med.items()),
+                  key=lambda r: -r[2])
+
+
 def planned_outputs(model: Model, device: str, feeds: dict) -> dict[str, Any]:
     report = plan_memory(model.graph, TECHNIQUES[PLANNED])
     out = Executor(model.graph, report.plan, device=device).run(feeds)

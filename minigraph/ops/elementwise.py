@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from ..graph import Tensor, check_same_dtype, constant
-from .registry import apply1, defop, numel, shape_error
+from .registry import apply1, defop, itemsize, numel, shape_error
 
 
 def _same(attrs, x):
@@ -243,9 +243,17 @@ defop("sqrt", infer=lambda a, x: (_float_only("sqrt", x), _same(a, x))[1],
 defop("relu", infer=_same,
       forward=lambda ctx, a, ins, outs: ctx.xp.maximum(ins[0], 0, out=outs[0]),
       grad=lambda a, ins, outs, g: [apply1("relu_grad", [g[0], outs[0]])], inplace=((0, 0),))
-defop("relu_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)],
-      forward=lambda ctx, a, ins, outs: ctx.xp.multiply(ins[0], ins[1] > 0, out=outs[0]),
-      inplace=((0, 0),), differentiable=())
+
+
+def _relu_grad_fw(ctx, a, ins, outs):
+    dy, y = ins
+    keep = ctx.scratch(y.shape, np.bool_)          # y > 0, one byte an element
+    ctx.xp.greater(y, 0, out=keep)
+    ctx.xp.multiply(dy, keep, out=outs[0])
+
+
+defop("relu_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_relu_grad_fw,
+      inplace=((0, 0),), differentiable=(), workspace=lambda a, ins, outs: numel(ins[1]))
 
 
 def _sigmoid_fw(ctx, a, ins, outs):
@@ -257,28 +265,37 @@ def _sigmoid_fw(ctx, a, ins, outs):
 
 
 def _sigmoid_grad_fw(ctx, a, ins, outs):
+    # dy * y * (1 - y); (1 - y) in a scratch array, so the output may overwrite dy.
     dy, y = ins
+    one_minus = ctx.scratch(y.shape, y.dtype)
+    ctx.xp.subtract(1, y, out=one_minus)
     ctx.xp.multiply(dy, y, out=outs[0])
-    ctx.xp.multiply(outs[0], 1 - y, out=outs[0])
+    ctx.xp.multiply(outs[0], one_minus, out=outs[0])
 
 
 defop("sigmoid", infer=_float("sigmoid"), forward=_sigmoid_fw,
       flops=lambda a, i, o: 4 * numel(o[0]),
       grad=lambda a, ins, outs, g: [apply1("sigmoid_grad", [g[0], outs[0]])], inplace=((0, 0),))
 defop("sigmoid_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_sigmoid_grad_fw,
-      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]))
+      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]),
+      workspace=lambda a, ins, outs: numel(ins[1]) * itemsize(ins[1]))
 
 
 def _tanh_grad_fw(ctx, a, ins, outs):
+    # dy * (1 - y^2), the factor in a scratch array.
     dy, y = ins
-    ctx.xp.multiply(dy, 1 - y * y, out=outs[0])
+    d = ctx.scratch(y.shape, y.dtype)
+    ctx.xp.multiply(y, y, out=d)
+    ctx.xp.subtract(1, d, out=d)
+    ctx.xp.multiply(dy, d, out=outs[0])
 
 
 defop("tanh", infer=_float("tanh"),
       forward=lambda ctx, a, ins, outs: ctx.xp.tanh(ins[0], out=outs[0]),
       grad=lambda a, ins, outs, g: [apply1("tanh_grad", [g[0], outs[0]])], inplace=((0, 0),))
 defop("tanh_grad", infer=lambda a, dy, y: [(dy.shape, dy.dtype)], forward=_tanh_grad_fw,
-      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]))
+      inplace=((0, 0),), differentiable=(), flops=lambda a, i, o: 3 * numel(o[0]),
+      workspace=lambda a, ins, outs: numel(ins[1]) * itemsize(ins[1]))
 
 _GELU_C = math.sqrt(2.0 / math.pi)
 
@@ -300,13 +317,30 @@ def _gelu_fw(ctx, a, ins, outs):
 
 
 def _gelu_grad_fw(ctx, a, ins, outs):
-    xp = ctx.xp
-    dy, x = ins
-    c = x.dtype.type(_GELU_C)
-    t = xp.tanh(c * (x + x.dtype.type(0.044715) * x * x * x))
-    d = x.dtype.type(0.5) * (1 + t) + x.dtype.type(0.5) * x * (1 - t * t) * c * (
-        1 + x.dtype.type(3 * 0.044715) * x * x)
-    xp.multiply(dy, d, out=outs[0])
+    # With u = c (x + k x^3) and t = tanh(u):
+    #   d gelu / dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2).
+    # Two scratch arrays (t, and d for the second term); the output holds 1 - t^2 a while.
+    xp, (dy, x), out = ctx.xp, ins, outs[0]
+    f = x.dtype.type
+    t = ctx.scratch(x.shape, x.dtype)
+    d = ctx.scratch(x.shape, x.dtype)
+    xp.multiply(x, x, out=d)                    # x^2
+    xp.multiply(d, f(0.044715), out=t)
+    xp.add(t, 1, out=t)
+    xp.multiply(t, x, out=t)                    # x + k x^3
+    xp.multiply(t, f(_GELU_C), out=t)
+    xp.tanh(t, out=t)                           # t
+    xp.multiply(d, f(3 * 0.044715), out=d)
+    xp.add(d, 1, out=d)
+    xp.multiply(d, x, out=d)
+    xp.multiply(d, f(0.5 * _GELU_C), out=d)     # 0.5 x c (1 + 3k x^2)
+    xp.multiply(t, t, out=out)
+    xp.subtract(1, out, out=out)                # 1 - t^2
+    xp.multiply(d, out, out=d)
+    xp.add(t, 1, out=t)
+    xp.multiply(t, f(0.5), out=t)               # 0.5 (1 + t)
+    xp.add(d, t, out=d)
+    xp.multiply(dy, d, out=out)
 
 
 def _gelu_ws(a, ins, outs):
@@ -318,7 +352,7 @@ defop("gelu", infer=_float("gelu"), forward=_gelu_fw, flops=lambda a, i, o: 9 * 
       workspace=_gelu_ws)
 defop("gelu_grad", infer=lambda a, dy, x: [(dy.shape, dy.dtype)], forward=_gelu_grad_fw,
       differentiable=(), flops=lambda a, i, o: 16 * numel(o[0]),
-      workspace=lambda a, ins, outs: 4 * ins[0].nbytes if hasattr(ins[0], "nbytes") else 0)
+      workspace=lambda a, ins, outs: 2 * numel(ins[1]) * itemsize(ins[1]))
 
 
 

@@ -217,10 +217,10 @@ def _sce_grad_fw(ctx, attrs, ins, outs):
     # may write over the logits (read once, at the start, for the row maximum and shift).
     xp, (g, logits, labels) = ctx.xp, ins
     classes = logits.shape[-1]
-    L = logits.reshape(-1, classes)
+    d = outs[0].reshape(-1, classes)
+    L = d if logits is outs[0] else logits.reshape(-1, classes)   # in place: one object
     rows = L.shape[0]
     _check_labels(ctx, labels, classes)
-    d = outs[0].reshape(-1, classes)
     m = ctx.scratch((rows, 1), L.dtype)
     xp.max(L, axis=1, keepdims=True, out=m)
     xp.subtract(L, m, out=d)
@@ -350,7 +350,8 @@ def _ln_grad_fw(ctx, attrs, ins, outs):
     # x is read once, first: dx may overwrite x.
     xp, (dy, x, gamma, mean, rstd), (dx, dgamma, dbeta) = ctx.xp, ins, outs
     d = x.shape[-1]
-    dy2, x2, dx2 = dy.reshape(-1, d), x.reshape(-1, d), dx.reshape(-1, d)
+    dx2 = dx.reshape(-1, d)
+    dy2, x2 = dy.reshape(-1, d), dx2 if x is dx else x.reshape(-1, d)   # (in place: one object)
     mu, rs = mean.reshape(-1, 1), rstd.reshape(-1, 1)
     rows = dy2.shape[0]
     t = ctx.scratch((rows, d), dy.dtype)
@@ -558,7 +559,8 @@ def _dropout_apply(ctx, attrs, x, out) -> None:
     Elementwise: out may be x itself.
     """
     xp, p = ctx.xp, attrs["p"]
-    xf, of = x.reshape(-1), out.reshape(-1)
+    of = out.reshape(-1)
+    xf = of if x is out else x.reshape(-1)        # in place: one object (see run_kernel)
     if p == 0:
         of[...] = xf
         return
@@ -589,8 +591,9 @@ def _dropout_apply(ctx, attrs, x, out) -> None:
         xp.right_shift(hh, u64(31), out=tt)
         xp.bitwise_xor(hh, tt, out=hh)
         xp.greater_equal(hh, thr, out=kk)
-        xp.multiply(xf[a:a + c], scale, out=of[a:a + c])
-        xp.multiply(of[a:a + c], kk, out=of[a:a + c])
+        dst = of[a:a + c]
+        xp.multiply(dst if xf is of else xf[a:a + c], scale, out=dst)
+        xp.multiply(dst, kk, out=dst)
 
 
 def _dropout_ws(attrs, ins, outs) -> int:

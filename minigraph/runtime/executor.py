@@ -117,18 +117,13 @@ class Executor:
                 self._own.append((t.name, t.shape, t.dtype))
         self._steps: list[tuple[Any, dict, int]] | None = None   # filled on the first run
         self._fits = False                                          # checked on the first run
-        # On a GPU, fed labels and ids are checked on the host as they are uploaded; the
-        # kernels that read only such feeds then skip their own check (a read-back).
-        self._index_feeds: dict[str, list[tuple[int, str]]] = {}
-        self._checked_nodes: set[str] = set()
-        if self.device == "gpu":
-            for node in self.order:
-                bounds = {node.inputs[i]: b for i, b in index_bounds(g, node).items()}
-                for name, bound in bounds.items():
-                    if name in self._wanted:
-                        self._index_feeds.setdefault(name, []).append((bound, node.name))
-                if bounds and all(name in self._wanted for name in bounds):
-                    self._checked_nodes.add(node.name)
+        # Fed labels and ids are checked on the host as they are uploaded; the kernels that
+        # read only such feeds then skip their own check (on a GPU, a read-back each step).
+        self._index_feeds = index_feeds(g)
+        self._checked_nodes = {
+            node.name for node in self.order
+            if (bounds := index_bounds(g, node))
+            and all(node.inputs[i] in self._wanted for i in bounds)}
 
     def _check_memory(self) -> None:
         """AllocationError before the first allocation when the run's buffers (fed copies,
@@ -247,16 +242,22 @@ class Executor:
         return {o: arrays[o] for o in self.graph.outputs}
 
     def _upload(self, name: str, dst: Any, value: Any) -> None:
-        """Copy one feed in; on a GPU, a feed of labels or ids is checked on the host first
-        (FeedError naming the feed, the node that reads it and the value at fault)."""
-        for bound, node in self._index_feeds.get(name, ()):
-            try:
-                check_index_values(np, np.asarray(to_numpy(value)), bound,
-                                   "id" if self.graph.node(node).op.startswith("embedding")
-                                   else "label")
-            except IndexError as e:
-                raise FeedError(f"feed {name!r} (read by node {node}): {e}") from None
+        """Copy one feed in, a feed of labels or ids checked first (`check_index_feed`)."""
+        check_index_feed(self.graph, self._index_feeds, name, value)
         upload(self.xp, dst, value)
+
+    def profile(self, step: int = 0) -> list[tuple[str, str, float]]:
+        """One step on the loaded storage (`load` first) with each kernel timed on the
+        device's own clock (CUDA events on a GPU): (node, op, milliseconds), in schedule
+        order. Where a step's time goes, op by op."""
+        arrays = getattr(self, "_resident", None)
+        if arrays is None:
+            raise FeedError("Executor.profile() needs Executor.load(feeds) first")
+        clock = _DeviceClock(self.xp)
+        marks = [clock.mark()]
+        self._execute(arrays, step, on_kernel=lambda: marks.append(clock.mark()))
+        ms = clock.elapsed(marks)
+        return [(node.name, node.op, t) for (node, _, _), t in zip(self._kernel_steps(), ms)]
 
     def _kernel_steps(self) -> list[tuple[Any, dict, int]]:
         """Per node of the schedule: the node, its attrs and its declared workspace (once)."""
@@ -266,7 +267,7 @@ class Executor:
         return self._steps
 
     def _execute(self, arrays: dict[str, Any], step: int, extras: Any = None,
-                 meter: Any = None) -> tuple[int, int | None]:
+                 meter: Any = None, on_kernel: Any = None) -> tuple[int, int | None]:
         """Run the schedule; returns the largest declared workspace of any op, and (with
         `extras` and a `meter`: tracemalloc, or the CuPy pool's hook) the measured peak.
 
@@ -286,12 +287,35 @@ class Executor:
                 meter.reset_peak()
             run_kernel(node, [arrays[i] for i in node.inputs],
                        [arrays[o] for o in node.outputs], ctx)
+            if on_kernel is not None:
+                on_kernel()
             most = max(most, declared, ctx.workspace_bytes)
             if extras is not None:
                 top = meter.peak()
                 peak = max(peak, top)
                 extras[k] = max(0, top - before - max(declared, ctx.workspace_bytes))
         return most, (peak if extras is not None else None)
+
+
+class _DeviceClock:
+    """Timestamps on the device's clock: CUDA events on a GPU (read after one synchronise
+    at the end), `perf_counter` on the host."""
+
+    def __init__(self, xp: Any):
+        self.xp = xp
+
+    def mark(self) -> Any:
+        if self.xp is np:
+            return time.perf_counter()
+        e = self.xp.cuda.Event()
+        e.record()
+        return e
+
+    def elapsed(self, marks: list[Any]) -> list[float]:
+        if self.xp is np:
+            return [1000 * (b - a) for a, b in zip(marks, marks[1:])]
+        marks[-1].synchronize()
+        return [self.xp.cuda.get_elapsed_time(a, b) for a, b in zip(marks, marks[1:])]
 
 
 class _Tracemalloc:
@@ -313,6 +337,35 @@ class _Tracemalloc:
 
     def reset_peak(self) -> None:
         tracemalloc.reset_peak()
+
+
+def index_feeds(graph: Graph) -> dict[str, list[tuple[int, str]]]:
+    """The fed tensors whose values index something (labels, ids: `index_inputs` of the
+    ops that read them): name -> [(bound, reading node)]."""
+    fed = {t.name for t in graph.leaves("input", "param")}
+    out: dict[str, list[tuple[int, str]]] = {}
+    for node in graph.nodes:
+        for i, bound in index_bounds(graph, node).items():
+            if node.inputs[i] in fed:
+                out.setdefault(node.inputs[i], []).append((bound, node.name))
+    return out
+
+
+def check_index_feed(graph: Graph, index: Mapping[str, list[tuple[int, str]]], name: str,
+                     value: Any) -> None:
+    """FeedError unless every value of feed `name` lies under the bound of each node that
+    indexes with it; the message names the feed, the node, the value and its position.
+    Done on the host, before the upload: a kernel's own check would read the device back."""
+    readers = index.get(name)
+    if not readers:
+        return
+    host = np.asarray(to_numpy(value))
+    for bound, node in readers:
+        what = "id" if graph.node(node).op.startswith("embedding") else "label"
+        try:
+            check_index_values(np, host, bound, what)
+        except IndexError as e:
+            raise FeedError(f"feed {name!r} (read by node {node}): {e}") from None
 
 
 def check_feeds(graph: Graph, feeds: Mapping[str, Any], partial: bool = False) -> None:

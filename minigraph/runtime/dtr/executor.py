@@ -22,7 +22,7 @@ from ...errors import DeviceError
 from ...feeds import check_fits
 from ...graph import Graph
 from ...ops.registry import KernelContext
-from ..executor import check_feeds
+from ..executor import check_feeds, check_index_feed, index_feeds
 from ..kernels import run_kernel
 from .bounds import check_budget
 from .options import DTROptionError, DTROptions, dtr_options
@@ -213,6 +213,9 @@ class DTRExecutor:
         """Run once; returns the graph outputs as host arrays (like `Executor.run`)."""
         feeds = {**(feeds or {}), **kw}
         check_feeds(self.graph, feeds)
+        index = index_feeds(self.graph)
+        for name, v in feeds.items():
+            check_index_feed(self.graph, index, name, v)
         g = self.graph     # the arena and every external buffer, checked before allocating
         sizes = {t.name: g.tensors[t.name].nbytes for t in self.program.tensors
                  if t.external and g.tensors[t.name].alias_of is None}
