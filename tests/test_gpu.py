@@ -187,3 +187,18 @@ def test_gpu_im2col_col2im_equal_their_numpy_twins_bitwise(geometry):
     got = cupy.full(shape, np.nan, np.float32)
     _col2im(cupy, cupy.asarray(cols), got, attrs, y_shape)
     np.testing.assert_array_equal(got.get(), want)
+
+
+def test_gpu_gelu_kernels_equal_their_numpy_twins():
+    import cupy
+
+    from minigraph.ops.registry import KernelContext, get_op
+    rng = np.random.default_rng(3)
+    x = (3 * rng.standard_normal((4, 257))).astype(np.float32)
+    dy = rng.standard_normal((4, 257)).astype(np.float32)
+    for op, ins in (("gelu", [x]), ("gelu_grad", [dy, x])):
+        want = np.empty_like(x)
+        get_op(op).forward(KernelContext(np, op), {}, ins, [want])
+        got = cupy.empty(x.shape, np.float32)
+        get_op(op).forward(KernelContext(cupy, op), {}, [cupy.asarray(a) for a in ins], [got])
+        np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-6, err_msg=op)

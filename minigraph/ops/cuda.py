@@ -11,6 +11,9 @@ docstring, and `tests/test_gpu.py` holds the two equal on a GPU.
   a contiguous temporary, which is workspace no op declared.
 - `im2col` / `col2im`: one elementwise kernel each [Chellapilla 2006], instead of one
   strided copy per kernel offset.
+- `gelu` / `gelu_grad`: the whole formula in one elementwise kernel each, instead of ten
+  and seventeen passes over the tensor (measured: the largest elementwise cost of the
+  GPT-style decoder's step, `benchmarks/gpu.py --profile`).
 """
 
 from __future__ import annotations
@@ -120,20 +123,31 @@ for (int ki = 0; ki < kh; ++ki) {
 img = val;
 """
 
+# The tanh form of GELU [Hendrycks 2016], as GPT-2 uses; the constants are elementwise.py's.
+_GELU = r"""
+const T c = (T)0.7978845608028654, k = (T)0.044715;
+T t = tanh(c * (x + k * x * x * x));
+"""
+_GELU_FW = _GELU + "y = (T)0.5 * x * ((T)1 + t);"
+_GELU_BW = _GELU + ("dx = dy * ((T)0.5 * ((T)1 + t)"
+                    " + (T)0.5 * x * ((T)1 - t * t) * c * ((T)1 + (T)3 * k * x * x));")
+
 _PARAMS = ("int32 N, int32 C, int32 H, int32 W, int32 kh, int32 kw, int32 sh, int32 sw, "
            "int32 ph, int32 pw, int32 Ho, int32 Wo")
 _KERNELS: dict[str, Any] = {}
 
 
 def _kernel(name: str) -> Any:
+    """The CuPy kernel `name`, compiled on first use (CuPy caches it on disk)."""
     if name not in _KERNELS:
         import cupy
-        if name == "im2col":
-            _KERNELS[name] = cupy.ElementwiseKernel(
-                f"raw T x, {_PARAMS}, bool batch_inner", "T col", _IM2COL, "minigraph_im2col")
-        else:
-            _KERNELS[name] = cupy.ElementwiseKernel(
-                f"raw T col, {_PARAMS}", "T img", _COL2IM, "minigraph_col2im")
+        params, out, body = {
+            "im2col": (f"raw T x, {_PARAMS}, bool batch_inner", "T col", _IM2COL),
+            "col2im": (f"raw T col, {_PARAMS}", "T img", _COL2IM),
+            "gelu": ("T x", "T y", _GELU_FW),
+            "gelu_grad": ("T dy, T x", "T dx", _GELU_BW),
+        }[name]
+        _KERNELS[name] = cupy.ElementwiseKernel(params, out, body, f"minigraph_{name}")
     return _KERNELS[name]
 
 
@@ -151,3 +165,13 @@ def im2col(x: Any, cols: Any, attrs: dict, y_shape: tuple, batch_inner: bool) ->
 def col2im(dcols: Any, dx: Any, attrs: dict, y_shape: tuple) -> None:
     """dx = the sum of the column entries of each input position (twin: `_col2im`)."""
     _kernel("col2im")(dcols, *_geometry(attrs, dx.shape, y_shape), dx)
+
+
+def gelu(x: Any, y: Any) -> None:
+    """y = gelu(x), one kernel (twin: elementwise.py's `_gelu_fw`)."""
+    _kernel("gelu")(x, y)
+
+
+def gelu_grad(dy: Any, x: Any, dx: Any) -> None:
+    """dx = dy * gelu'(x), one kernel (twin: elementwise.py's `_gelu_grad_fw`)."""
+    _kernel("gelu_grad")(dy, x, dx)

@@ -16,6 +16,9 @@ import numpy as np
 
 from ..errors import DTypeError
 from ..graph import Tensor, check_same_dtype, constant
+from .cuda import gelu as gelu_kernel
+from .cuda import gelu_grad as gelu_grad_kernel
+from .cuda import on_cupy
 from .registry import apply1, defop, itemsize, numel, shape_error
 
 
@@ -303,6 +306,8 @@ _GELU_C = math.sqrt(2.0 / math.pi)
 def _gelu_fw(ctx, a, ins, outs):
     # tanh approximation, as GPT-2 uses: 0.5 x (1 + tanh(c (x + 0.044715 x^3)))
     xp, x = ctx.xp, ins[0]
+    if on_cupy(xp):                   # on a GPU: the same formula in one kernel
+        return gelu_kernel(x, outs[0])
     c = x.dtype.type(_GELU_C)
     inner = ctx.scratch(x.shape, x.dtype)
     xp.multiply(x, x, out=inner)
@@ -321,6 +326,8 @@ def _gelu_grad_fw(ctx, a, ins, outs):
     #   d gelu / dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2).
     # Two scratch arrays (t, and d for the second term); the output holds 1 - t^2 a while.
     xp, (dy, x), out = ctx.xp, ins, outs[0]
+    if on_cupy(xp):                   # on a GPU: the same formula in one kernel
+        return gelu_grad_kernel(dy, x, out)
     f = x.dtype.type
     t = ctx.scratch(x.shape, x.dtype)
     d = ctx.scratch(x.shape, x.dtype)
