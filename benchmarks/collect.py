@@ -48,7 +48,9 @@ def main() -> int:
     old = out.read_text() if out.exists() else ""
     # A section runs from its "## <title>" line to the next script's: the scripts print
     # "##" headers of their own, which stay inside their section.
-    titles = {f"## {t}" for t, _ in SCRIPTS}
+    # The GPU sections come from a lent GPU (gpu_run.sh, gpu_collect.py): kept as they are.
+    from gpu_collect import TITLES as GPU_TITLES
+    titles = {f"## {t}" for t, _ in SCRIPTS} | {f"## {t}" for t in GPU_TITLES}
     sections: dict[str, str] = {}
     current: str | None = None
     for line in old.splitlines():
@@ -75,7 +77,7 @@ def main() -> int:
         sections[title] = (f"## {title}\n\n`python benchmarks/{' '.join(cmd)}` "
                            f"(exit {res.returncode}, {when}, {platform.node() or 'this machine'}, "
                            f"{platform.machine()}, Python {platform.python_version()})\n\n{body}")
-    order = [t for t, _ in SCRIPTS]
+    order = [t for t, _ in SCRIPTS] + list(GPU_TITLES)
     text = "# Benchmark results\n\nWritten by `python benchmarks/collect.py`; each section " \
            "says the command that printed it.\n\n" + \
            "\n\n".join(sections[t] for t in order if t in sections) + "\n"

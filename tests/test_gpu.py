@@ -201,4 +201,5 @@ def test_gpu_gelu_kernels_equal_their_numpy_twins():
         get_op(op).forward(KernelContext(np, op), {}, ins, [want])
         got = cupy.empty(x.shape, np.float32)
         get_op(op).forward(KernelContext(cupy, op), {}, [cupy.asarray(a) for a in ins], [got])
-        np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-6, err_msg=op)
+        # float32 rounding of O(1) terms that cancel where x << 0: absolute 1e-5
+        np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-5, err_msg=op)

@@ -9,13 +9,16 @@
 #
 # **No GPU here?** Then every cell still runs, on NumPy, and says so: the code is the same,
 # only `device` changes. To run it on a GPU: `pip install 'minigraph[gpu]'` on a machine
-# with an NVIDIA GPU and CUDA 12 (`minigraph[gpu13]` for CUDA 13).
+# with an NVIDIA GPU and CUDA 13 (`minigraph[gpu12]` for CUDA 12: either CuPy wheel gives
+# the `cupy` module minigraph uses).
 #
 # **Sources.** [Huawei GE] (GE's static memory reuse on the device: one pool, offsets, 512-byte
 # alignment) and [Chen 2016] (MXNet's static allocation: plan once, then every step reuses the
 # same bytes). The code: `minigraph/backend.py` (NumPy or CuPy),
 # `minigraph/runtime/executor.py` (the arena) and `minigraph/runtime/kernels.py` (the one
-# place a kernel runs, shared by the executor, DTR and the pool measurement).
+# place a kernel runs, shared by the executor, DTR and the pool measurement). The few
+# kernels that a GPU runs its own way (one cuBLAS call for a batched product, one kernel
+# for im2col or GELU) are in `minigraph/ops/cuda.py`, each beside its NumPy twin's name.
 
 # %%
 import sys

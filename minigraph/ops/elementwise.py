@@ -19,7 +19,7 @@ from ..graph import Tensor, check_same_dtype, constant
 from .cuda import gelu as gelu_kernel
 from .cuda import gelu_grad as gelu_grad_kernel
 from .cuda import on_cupy
-from .registry import apply1, defop, itemsize, numel, shape_error
+from .registry import apply1, defop, itemsize, no_workspace, numel, shape_error
 
 
 def _same(attrs, x):
@@ -356,10 +356,11 @@ def _gelu_ws(a, ins, outs):
 
 defop("gelu", infer=_float("gelu"), forward=_gelu_fw, flops=lambda a, i, o: 9 * numel(o[0]),
       grad=lambda a, ins, outs, g: [apply1("gelu_grad", [g[0], ins[0]])],
-      workspace=_gelu_ws)
+      workspace=_gelu_ws, workspace_gpu=no_workspace)
 defop("gelu_grad", infer=lambda a, dy, x: [(dy.shape, dy.dtype)], forward=_gelu_grad_fw,
       differentiable=(), flops=lambda a, i, o: 16 * numel(o[0]),
-      workspace=lambda a, ins, outs: 2 * numel(ins[1]) * itemsize(ins[1]))
+      workspace=lambda a, ins, outs: 2 * numel(ins[1]) * itemsize(ins[1]),
+      workspace_gpu=no_workspace)
 
 
 

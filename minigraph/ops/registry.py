@@ -50,6 +50,9 @@ class OpDef:
     inplace: tuple[tuple[int, int], ...] = ()   # (output index, input index) pairs
     flops: Callable[..., int] = default_flops
     workspace: Callable[..., int] = no_workspace  # scratch bytes (im2col and the like)
+    # Scratch bytes on a GPU, where that differs: the op's one-kernel CuPy form
+    # (ops/cuda.py) needs none of the scratch arrays its NumPy form fills step by step.
+    workspace_gpu: Callable[..., int] | None = None
     stateful: bool = False                      # must run exactly once (no DTR replay)
     differentiable: tuple[int, ...] | None = None  # inputs that take gradients (None: all)
     # Inputs whose values index something (labels, ids), with the bound they must stay
@@ -109,11 +112,13 @@ def index_bounds(graph: Any, node: Any) -> dict[int, int]:
     return d.index_inputs(node.attr, [graph.tensors[i] for i in node.inputs])
 
 
-def workspace_of(graph: Any, node: Any) -> int:
+def workspace_of(graph: Any, node: Any, device: str = "cpu") -> int:
+    """Scratch bytes the node's kernel takes while it runs, on `device` ("cpu" or "gpu")."""
     d = get_op(node.op)
     ins = [graph.tensors[i] for i in node.inputs]
     outs = [graph.tensors[o] for o in node.outputs]
-    return int(d.workspace(node.attr, ins, outs))
+    rule = d.workspace_gpu if device == "gpu" and d.workspace_gpu is not None else d.workspace
+    return int(rule(node.attr, ins, outs))
 
 
 class KernelContext:

@@ -262,7 +262,7 @@ class Executor:
     def _kernel_steps(self) -> list[tuple[Any, dict, int]]:
         """Per node of the schedule: the node, its attrs and its declared workspace (once)."""
         if self._steps is None:
-            self._steps = [(node, node.attr, workspace_of(self.graph, node))
+            self._steps = [(node, node.attr, workspace_of(self.graph, node, self.device))
                            for node in self.order]
         return self._steps
 
