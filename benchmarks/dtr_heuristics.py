@@ -42,7 +42,7 @@ from dtr_reference import OVERHEAD_LIMIT, load_simrd, simrd_baseline, simrd_cell
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
 from minigraph.models import get_model  # noqa: E402
 from minigraph.runtime.dtr.portfolio import CANDIDATES, replay_best, trace_arena  # noqa: E402
-from minigraph.runtime.dtr.trace import parse_trace, replay_trace, write_trace  # noqa: E402
+from minigraph.runtime.dtr.simrd_log import parse_trace, replay_trace, write_trace  # noqa: E402
 from minigraph.runtime.dtr.tracegen import GENERATED, generated_trace  # noqa: E402
 
 RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)

@@ -39,8 +39,8 @@ from minigraph.memory.buffers import theoretical_minimum, validate_offsets  # no
 from minigraph.memory.challenge import challenge_plan  # noqa: E402
 from minigraph.memory.instances import guillotine_tiling, hard_instance  # noqa: E402
 from minigraph.memory.planners import options_for, plan_buffers  # noqa: E402
+from minigraph.memory.planners.engine.search import plan_search  # noqa: E402
 from minigraph.memory.planners.ilp import best_heuristic  # noqa: E402
-from minigraph.memory.planners.search import plan_search  # noqa: E402
 
 HEURISTICS = ["none", "refcount", "ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size",
               "bestfit"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DeviceError
+from .errors import AllocationError, DeviceError
 
 
 def cupy_module() -> Any | None:
@@ -42,6 +42,17 @@ def resolve_device(device: str = "auto") -> str:
 
 def array_module(device: str) -> Any:
     return cupy_module() if device == "gpu" else np
+
+
+def empty(xp: Any, name: str, shape: Any, dtype: Any) -> Any:
+    """`xp.empty`, with the device running out of memory as an AllocationError naming the
+    buffer: the check before the run counts the machine's memory, other programs may hold
+    part of it."""
+    try:
+        return xp.empty(shape, dtype=dtype)
+    except MemoryError:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        raise AllocationError(f"out of memory allocating {name}: {nbytes:,} bytes") from None
 
 
 def to_numpy(a: Any) -> np.ndarray:

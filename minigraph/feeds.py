@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from .backend import cupy_module
-from .errors import AllocationError
+from .backend import cupy_module, to_numpy
+from .errors import AllocationError, FeedError
 from .graph import Graph, fmt_bytes
+from .ops.nn import check_index_values
+from .ops.registry import index_bounds
 
 
 def init_params(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
@@ -97,3 +100,69 @@ def check_fits(sizes: Mapping[str, int], device: str, what: str) -> None:
         f"{what} need {total:,} bytes ({fmt_bytes(total)}) on the {device}, which has "
         f"{limit:,} ({fmt_bytes(limit)}); the largest buffer is {big}: {sizes[big]:,} bytes "
         f"({fmt_bytes(sizes[big])})")
+
+
+# --- checking feeds before a run ------------------------------------------------------------
+
+def index_feeds(graph: Graph) -> dict[str, list[tuple[int, str]]]:
+    """The fed tensors whose values index something (labels, ids: `index_inputs` of the
+    ops that read them): name -> [(bound, reading node)]."""
+    fed = {t.name for t in graph.leaves("input", "param")}
+    out: dict[str, list[tuple[int, str]]] = {}
+    for node in graph.nodes:
+        for i, bound in index_bounds(graph, node).items():
+            if node.inputs[i] in fed:
+                out.setdefault(node.inputs[i], []).append((bound, node.name))
+    return out
+
+
+def check_index_feed(graph: Graph, index: Mapping[str, list[tuple[int, str]]], name: str,
+                     value: Any) -> None:
+    """FeedError unless every value of feed `name` lies under the bound of each node that
+    indexes with it; the message names the feed, the node, the value and its position.
+    Done on the host, before the upload: a kernel's own check would read the device back."""
+    readers = index.get(name)
+    if not readers:
+        return
+    host = np.asarray(to_numpy(value))
+    for bound, node in readers:
+        what = "id" if graph.node(node).op.startswith("embedding") else "label"
+        try:
+            check_index_values(np, host, bound, what)
+        except IndexError as e:
+            raise FeedError(f"feed {name!r} (read by node {node}): {e}") from None
+
+
+def check_feeds(graph: Graph, feeds: Mapping[str, Any], partial: bool = False) -> None:
+    """FeedError unless `feeds` holds exactly the graph's inputs and parameters (some of
+    them with `partial`, as `step()` takes), each of its shape and dtype: a feed is copied
+    into a buffer of that shape and dtype, so anything else would be broadcast or cast
+    silently. The message names the feed and what was expected."""
+    if not isinstance(feeds, Mapping):
+        raise FeedError(f"feeds are a dict from input name to array, not "
+                        f"{type(feeds).__name__}")
+    wanted = {t.name: t for t in graph.leaves("input", "param")}
+    unknown = sorted(set(feeds) - set(wanted), key=str)
+    if unknown:
+        raise FeedError(f"unknown feed {unknown[0]!r}: {graph.name} takes "
+                        f"{', '.join(sorted(wanted))}")
+    missing = [] if partial else sorted(set(wanted) - set(feeds))
+    if missing:
+        hint = " (mg.init_params(graph) makes parameter values)" if any(
+            wanted[m].kind == "param" for m in missing) else ""
+        raise FeedError(f"missing feed {missing[0]!r} {wanted[missing[0]].spec()} "
+                        f"{wanted[missing[0]].dtype}{hint}")
+    for name, v in feeds.items():
+        t = wanted[name]
+        try:
+            shape = tuple(v.shape) if hasattr(v, "shape") else np.shape(v)
+            dtype = np.dtype(v.dtype) if hasattr(v, "dtype") else np.asarray(v).dtype
+        except (TypeError, ValueError):    # ragged nested lists: NumPy cannot make an array
+            raise FeedError(f"feed {name!r}: not an array (ragged lists?); expected "
+                            f"shape {list(t.shape)} {t.dtype}") from None
+        if shape != t.shape:
+            raise FeedError(f"feed {name!r}: expected shape {list(t.shape)}, "
+                            f"got {list(shape)}")
+        if dtype != np.dtype(t.dtype):
+            raise FeedError(f"feed {name!r}: expected dtype {t.dtype}, got {dtype} "
+                            f"(convert with .astype('{t.dtype}'))")

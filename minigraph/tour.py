@@ -34,7 +34,8 @@ from .graph import Graph, fmt_bytes
 from .memory import MemoryOptions, plan_memory, schedule
 from .models import Model, get_model
 from .ops.registry import workspace_of
-from .runtime.executor import Executor, RunStats
+from .runtime.executor import Executor
+from .runtime.measure import RunStats
 
 MAX_RUN_FLOPS = 5e10   # a step above this is planned but not run (ResNet-50: 786e9)
 TOUR_MODEL = "unet"    # the planners differ on it, and it runs in about a second

@@ -97,3 +97,68 @@ def test_every_citation_key_in_the_code_is_in_the_references() -> None:
              for k in re.findall(r"\[([A-Z][A-Za-z-]+(?: et al\.)? \d{4})\]", p.read_text())}
     missing = sorted(c for c in cited if c[1] not in keys)
     assert not missing, missing
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """Our modules that `path` imports when it is loaded (not inside a function)."""
+    tree = ast.parse(path.read_text())
+    inside = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef,
+                                                               ast.AsyncFunctionDef))
+              for n in ast.walk(f)}
+    names = {_module_name(p) for p in _modules()}
+    out = set()
+    for line, mod in _imports(path):
+        node = next(n for n in ast.walk(tree) if getattr(n, "lineno", None) == line
+                    and isinstance(n, (ast.Import, ast.ImportFrom)))
+        if id(node) in inside:
+            continue
+        while mod and mod not in names:          # `from .x import name`: module x
+            mod = mod.rpartition(".")[0]
+        if mod.startswith("minigraph"):
+            out.add(mod)
+    return out
+
+
+def test_no_two_modules_import_each_other_even_through_others() -> None:
+    """The module-level imports of the package form no cycle (a package's `__init__`
+    importing its own submodules aside): each module can be read after the ones it uses."""
+    edges = {_module_name(p): _top_level_imports(p) for p in _modules()}
+    for m, deps in edges.items():            # a package may import its children
+        edges[m] = {d for d in deps if not d.startswith(m + ".") and d != m}
+    cycles, state = [], {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = "open"
+        for d in sorted(edges.get(m, ())):
+            if state.get(d) == "open":
+                cycles.append(path[path.index(d):] + [d] if d in path else [m, d])
+            elif d not in state:
+                visit(d, path + [d])
+        state[m] = "done"
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, cycles
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    """An import of our own modules belongs at the top of the file; one inside a function
+    carries a comment on its line saying why (a child process, an optional package...)."""
+    bad = []
+    for p in _modules():
+        lines = p.read_text().splitlines()
+        tree = ast.parse("\n".join(lines))
+        for f in ast.walk(tree):
+            if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in ast.walk(f):
+                if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith(
+                        "minigraph")) and "#" not in lines[n.lineno - 1]:
+                    bad.append(f"{p.relative_to(PACKAGE.parent)}:{n.lineno}")
+    assert not bad, bad

@@ -16,7 +16,7 @@ from minigraph.memory.challenge import (
     challenge_plan,
 )
 from minigraph.memory.planners import plan_buffers
-from minigraph.memory.planners.search import (
+from minigraph.memory.planners.engine.search import (
     FOUND,
     INFEASIBLE,
     PORTFOLIO,
@@ -24,7 +24,7 @@ from minigraph.memory.planners.search import (
     plan_search,
     window_problem,
 )
-from minigraph.memory.planners.search_state import Problem
+from minigraph.memory.planners.engine.search_state import Problem
 
 
 def test_the_obstruction_has_no_plan_at_its_minimum_but_one_a_unit_above():

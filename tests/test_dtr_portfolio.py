@@ -23,7 +23,7 @@ from minigraph.runtime.dtr.portfolio import (
     simulate_best,
 )
 from minigraph.runtime.dtr.program import as_program, resolve_budget
-from minigraph.runtime.dtr.trace import parse_trace, replay_trace
+from minigraph.runtime.dtr.simrd_log import parse_trace, replay_trace
 from minigraph.runtime.dtr.tracegen import generated_trace
 
 OURS = [(k, o) for k, o in CANDIDATES if o.rules == "minigraph"]

@@ -12,7 +12,7 @@ from minigraph.runtime.dtr import (
     DTROptionError,
     DTROptions,
     DTRRuntime,
-    TraceError,
+    SimrdLogError,
     get_heuristic,
     neighborhood,
     parse_trace,
@@ -139,26 +139,26 @@ def changed(k, **fields):
 ])
 def test_a_malformed_trace_line_is_a_trace_error_naming_its_line(lines, line, words):
     parse_trace(text(GOOD))                     # the unchanged trace is fine
-    with pytest.raises(TraceError, match=f"line {line}:") as e:
+    with pytest.raises(SimrdLogError, match=f"line {line}:") as e:
         parse_trace(text(lines))
     assert words in str(e.value)
     assert isinstance(e.value, MinigraphError)
 
 
 def test_an_empty_trace_a_directory_or_a_missing_file_is_a_trace_error(tmp_path):
-    with pytest.raises(TraceError, match="empty string"):
+    with pytest.raises(SimrdLogError, match="empty string"):
         replay_trace("", 100)
-    with pytest.raises(TraceError, match="directory"):
+    with pytest.raises(SimrdLogError, match="directory"):
         replay_trace(str(tmp_path), 100)
-    with pytest.raises(TraceError, match="no such file"):
+    with pytest.raises(SimrdLogError, match="no such file"):
         replay_trace(str(tmp_path / "missing.jsonl"), 100)
-    with pytest.raises(TraceError, match="no such file"):
+    with pytest.raises(SimrdLogError, match="no such file"):
         replay_trace(tmp_path / "missing.jsonl", 100)
     (tmp_path / "blank.jsonl").write_text("\n\n")
-    with pytest.raises(TraceError, match="blank.jsonl: no instructions"):
+    with pytest.raises(SimrdLogError, match="blank.jsonl: no instructions"):
         replay_trace(tmp_path / "blank.jsonl", 100)
     (tmp_path / "bad.jsonl").write_text(text(changed(3, MEMORY="-4")))
-    with pytest.raises(TraceError, match="bad.jsonl line 4:"):
+    with pytest.raises(SimrdLogError, match="bad.jsonl line 4:"):
         replay_trace(str(tmp_path / "bad.jsonl"), 100)
     (tmp_path / "good.jsonl").write_text(text(GOOD))
     assert replay_trace(str(tmp_path / "good.jsonl"), 100).evictions == 0

@@ -23,7 +23,7 @@ import pytest
 from minigraph.errors import BudgetError, GraphError
 from minigraph.runtime.dtr import DTROptions, DTRRuntime, parse_trace, replay_trace
 from minigraph.runtime.dtr.heuristics import DTROptionError
-from minigraph.runtime.dtr.storages import SimrdRuntime
+from minigraph.runtime.dtr.simrd import SimrdRuntime
 from minigraph.runtime.dtr.tracegen import generated_trace
 
 
@@ -174,7 +174,7 @@ def test_the_preset_refuses_what_it_cannot_run():
         replay_trace(VIEWS, 250, options=DTROptions.simrd("megengine"))
     with pytest.raises(DTROptionError, match="rules must be"):
         DTROptions(rules="pytorch")
-    with pytest.raises(DTROptionError, match="run_program"):
+    with pytest.raises(DTROptionError, match="simulate runs"):
         DTRRuntime(parse_trace(VIEWS), 250, options=DTROptions.simrd())
     from minigraph.examples import mlp_training
     from minigraph.runtime.dtr import program_from_graph

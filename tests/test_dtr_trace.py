@@ -16,7 +16,7 @@ from minigraph.runtime.dtr import (
     write_trace,
 )
 from minigraph.runtime.dtr.program import resolve_budget
-from minigraph.runtime.dtr.trace import TraceError
+from minigraph.runtime.dtr.simrd_log import SimrdLogError
 
 
 def L(**kw):
@@ -91,7 +91,7 @@ def test_a_trace_budget_is_the_authors_by_default():
     assert resolve_budget(q, None, 0.5, "total") == 250
     old = replay_trace(HAND, ratio=1.0, constants="outside", ratio_of="total")
     assert (old.budget, old.overhead) == (500, 1.0)
-    with pytest.raises(TraceError, match="constants must be"):
+    with pytest.raises(SimrdLogError, match="constants must be"):
         parse_trace(HAND, constants="ignored")
 
 
@@ -122,12 +122,12 @@ def test_a_hand_written_trace_replays_under_tight_budgets():
 
 
 def test_malformed_traces_are_refused_with_the_line():
-    with pytest.raises(TraceError, match="unknown tensor"):
+    with pytest.raises(SimrdLogError, match="unknown tensor"):
         parse_trace([L(INSTRUCTION="RELEASE", NAME="x"),
                      L(INSTRUCTION="CALL", NAME="f", ARGS=["x"], RESULT=["y"], TIME="1")])
-    with pytest.raises(TraceError, match="expected MEMORY"):
+    with pytest.raises(SimrdLogError, match="expected MEMORY"):
         parse_trace([L(INSTRUCTION="CALL", NAME="f", ARGS=[], RESULT=["y"], TIME="1")])
-    with pytest.raises(TraceError, match="not JSON"):
+    with pytest.raises(SimrdLogError, match="not JSON"):
         parse_trace(["{nope"])
 
 

@@ -30,7 +30,7 @@ from minigraph.grading.cases import (
     write_buffer_case,
     write_graph_case,
 )
-from minigraph.grading.heuristic import heuristic_cases
+from minigraph.grading.heuristic_grader import heuristic_cases
 from minigraph.grading.report import NOT_IMPLEMENTED
 from minigraph.grading.runner import ddmin, one_blas_thread, run_case, time_scale
 from minigraph.memory import Buffer
@@ -132,7 +132,7 @@ def test_reference_heuristic_gets_full_marks(my_heuristic) -> None:
 def test_heuristic_runs_real_kernels_and_compares_outputs(my_heuristic) -> None:
     from minigraph.examples import mlp_training
     from minigraph.feeds import random_feeds
-    from minigraph.grading.heuristic import HeuristicCase, run_student
+    from minigraph.grading.heuristic_grader import HeuristicCase, run_student
     g = mlp_training(3, width=16, batch=4)
     case = HeuristicCase("mlp3/90%", g, 0.9, lambda: random_feeds(g))
     report = check_heuristic(my_heuristic, cases=[case])
@@ -249,7 +249,7 @@ def test_worse_heuristic_passes_with_fewer_points(chain_cases) -> None:
 
 
 def test_thrashing_heuristic_fails_the_case_and_counts_as_the_limit() -> None:
-    from minigraph.grading.heuristic import MODELS, THRASH_LIMIT
+    from minigraph.grading.heuristic_grader import MODELS, THRASH_LIMIT
 
     def lru(t, now):
         return math.inf if t.pinned else -t.staleness
@@ -472,7 +472,7 @@ def test_grade_loads_py_and_notebook_files(tmp_path) -> None:
 
 
 def test_command_line_exit_status(tmp_path, capsys) -> None:
-    from minigraph.grading.__main__ import main
+    from minigraph.grading.command import main
     stub = tmp_path / "stub.py"
     stub.write_text("def my_liveness(graph, schedule, alignment=512):\n"
                     "    raise NotImplementedError\n")
@@ -490,7 +490,7 @@ def test_command_line_exit_status(tmp_path, capsys) -> None:
 # ---------------------------------------------------------------------------------------
 
 FORGED_A2 = """
-import minigraph.grading.planner as planner
+import minigraph.grading.planner_grader as planner
 planner.validity_problem = lambda case, offsets: ""     # the grader's checks, replaced
 planner.execution_problem = lambda case, offsets: ""
 
@@ -499,7 +499,7 @@ def my_planner(buffers):
 """
 HIDDEN_A2 = """
 import importlib
-grading = importlib.import_module("minigraph." + "grading.planner")
+grading = importlib.import_module("minigraph." + "grading.planner_grader")
 exec("grading.validity_problem = lambda case, offsets: ''")   # out of the source's sight
 
 def my_planner(buffers):
@@ -507,7 +507,7 @@ def my_planner(buffers):
 """
 BYPASS_A2 = """
 exec(\"\"\"
-import minigraph.grading.sandbox as s, minigraph.grading.planner as p
+import minigraph.grading.sandbox as s, minigraph.grading.planner_grader as p
 s.changed_names = lambda *a, **k: []                 # the detector, switched off first
 p.validity_problem = lambda case, offsets: ''
 p.execution_problem = lambda case, offsets: ''
@@ -559,7 +559,7 @@ def graph_plan_cases():
 @pytest.mark.parametrize("kind, code, reason", [
     ("forged", FORGED_A2, "changes minigraph itself ("),
     ("hidden", HIDDEN_A2, "changes minigraph itself (it replaced "
-                          "minigraph.grading.planner.validity_problem"),
+                          "minigraph.grading.planner_grader.validity_problem"),
     ("exits", EXITS_A2, "ended while loading your file (exit code 0"),
     ("hangs", HANGS_A2, "loading your file did not finish within"),
     ("garbage", GARBAGE_A2, "sent garbage"),
@@ -586,7 +586,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
     # to score 100/100: now it is caught and scores 0. One that switches the detector off
     # first is not caught, and still gains nothing: the checks run in the grader's process,
     # so it scores what the same planner scores honestly.
-    from minigraph.grading.__main__ import main
+    from minigraph.grading.command import main
     scores = {}
     for stem, code in (("forged", FORGED_A2), ("bypass", BYPASS_A2), ("honest", HONEST_A2)):
         out = tmp_path / f"{stem}.json"
@@ -608,7 +608,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
 ], ids=["exits", "hangs"])
 def test_exiting_and_hanging_files_exit_1_with_a_report(code, reason, tmp_path, capsys,
                                                         monkeypatch) -> None:
-    from minigraph.grading.__main__ import main
+    from minigraph.grading.command import main
     monkeypatch.setenv("MINIGRAPH_TIME_SCALE", "0.05")
     out = tmp_path / "results.json"
     assert main(["a2", str(_submission(tmp_path, code, "py")), "--quiet",
@@ -622,12 +622,12 @@ def test_exiting_and_hanging_files_exit_1_with_a_report(code, reason, tmp_path, 
 
 
 @pytest.mark.parametrize("code, caught", [
-    ("import minigraph.grading.planner as P\nP.validity_problem = None\n", "line 2"),
+    ("import minigraph.grading.planner_grader as P\nP.validity_problem = None\n", "line 2"),
     ("from minigraph.grading import planner\nsetattr(planner, 'x', 1)\n", "line 2"),
     ("import sys\nsys.modules['minigraph.grading'].check_planner = None\n", "line 2"),
-    ("import minigraph\nvars(minigraph.grading.planner)['x'] = 1\n", "line 2"),
+    ("import minigraph\nvars(minigraph.grading.planner_grader)['x'] = 1\n", "line 2"),
     ("import importlib\nm = importlib.import_module('minigraph.memory')\ndel m.plan\n", "line 3"),
-    ("from minigraph.grading.planner import validity_problem\nvalidity_problem = 1\n", None),
+    ("from minigraph.grading.planner_grader import validity_problem\nvalidity_problem = 1\n", None),
     ("import minigraph as mg\ng = mg.Graph([])\ng.name = 'mine'\nd = {}\nd['k'] = 1\n", None),
 ], ids=["attribute", "setattr", "sys.modules", "vars", "import_module", "local", "own"])
 def test_the_source_check_finds_changes_to_minigraph_and_only_those(code, caught) -> None:
@@ -649,7 +649,7 @@ def _assert_gradescope_format(results: dict) -> None:
 
 
 def test_gradescope_results_of_the_reference(tmp_path) -> None:
-    from minigraph.grading.__main__ import main
+    from minigraph.grading.command import main
     out = tmp_path / "results.json"
     assert main(["a1", "--quiet", "--gradescope", str(out)]) == 0
     results = json.loads(out.read_text())
@@ -665,7 +665,7 @@ def test_forged_eviction_choices_are_replayed_and_rejected(tmp_path, chain_cases
     path = tmp_path / "forged_a3.py"
     path.write_text(
         'exec("""\n'
-        "import minigraph.grading.sandbox as s, minigraph.grading.heuristic as h\n"
+        "import minigraph.grading.sandbox as s, minigraph.grading.heuristic_grader as h\n"
         "s.changed_names = lambda *a, **k: []\n"
         "h.record_choices = lambda student, spec: {'choices': [], 'overhead': 1.0}\n"
         "h.judge_run = lambda case, out: None\n"
@@ -678,7 +678,7 @@ def test_forged_eviction_choices_are_replayed_and_rejected(tmp_path, chain_cases
 
 
 def test_replayed_choices_must_be_candidates_and_not_pinned(my_heuristic, chain_cases) -> None:
-    from minigraph.grading.heuristic import case_spec, record_choices, replay_choices
+    from minigraph.grading.heuristic_grader import case_spec, record_choices, replay_choices
     case = chain_cases[-1]
     choices = record_choices(my_heuristic, case_spec(case))["choices"]
     assert replay_choices(case, choices)["overhead"] > 1
@@ -739,7 +739,7 @@ def buffer_lists(draw):
 @hypothesis.settings(max_examples=40, deadline=None, derandomize=True)
 @hypothesis.given(buffer_lists())
 def test_judge_agrees_with_the_validator(buffers) -> None:
-    from minigraph.grading.planner import judge_plan
+    from minigraph.grading.planner_grader import judge_plan
     from minigraph.grading.runner import Outcome
     from minigraph.memory import validate_offsets
     from minigraph.memory.planners import plan_buffers

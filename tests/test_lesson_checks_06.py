@@ -8,7 +8,7 @@ import pytest
 from minigraph.lessons import l06
 from minigraph.memory import PLANNERS
 from minigraph.memory.buffers import Placement
-from minigraph.memory.planners.offset import lowest_gap
+from minigraph.memory.planners.greedy import lowest_gap
 
 
 def first_fit_by_start(buffers):

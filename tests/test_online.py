@@ -383,7 +383,7 @@ def test_pictures_draw(small_graph):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from minigraph.experiments.allocators import static_plan
-    from minigraph.viz.allocators import (
+    from minigraph.viz.allocator_plots import (
         plot_allocator_timeline,
         plot_allocators,
         plot_arena,

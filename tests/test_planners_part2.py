@@ -27,9 +27,9 @@ from minigraph.memory.planners import (
     planner_options,
 )
 from minigraph.memory.planners.anneal import offset_order
+from minigraph.memory.planners.engine.heuristics import place_in_order
 from minigraph.memory.planners.ge import binary_ranges
 from minigraph.memory.planners.ilp import best_heuristic, checked_plan, live_sets
-from minigraph.memory.planners.offset import place_in_order
 
 PART2 = ["ge-max", "ge-binary", "ge-hybrid", "ge", "greedy-size", "bestfit", "anneal", "ilp"]
 FAST_ARGS = {"anneal": {"iterations": 150, "seed": 1}, "ilp": {"time_limit": 1.0}}
@@ -200,7 +200,7 @@ def test_greedy_size_best_fit_variant_takes_the_smallest_gap():
     bufs = [Buffer("a", 0, 9, 100), Buffer("gap1", 0, 0, 300), Buffer("b", 0, 9, 100),
             Buffer("gap2", 0, 0, 150), Buffer("c", 0, 9, 100), Buffer("x", 1, 1, 120)]
     offsets = {"gap1": 0, "a": 300, "gap2": 400, "b": 550, "c": 650}
-    from minigraph.memory.planners.offset import lowest_gap
+    from minigraph.memory.planners.greedy import lowest_gap
     taken = [(offsets[k], offsets[k] + s) for k, s in
              [("a", 100), ("b", 100), ("c", 100)]]
     assert lowest_gap(list(taken), 120) == 0
@@ -392,8 +392,8 @@ def test_colours_share_one_time_limit():
 
 
 def test_a_step_cut_by_the_time_limit_returns_a_valid_plan_and_says_so():
-    from minigraph.memory.planners.budget import Deadline, stack_unplaced
-    from minigraph.memory.planners.offset import start_plans
+    from minigraph.memory.planners.engine.budget import Deadline, stack_unplaced
+    from minigraph.memory.planners.engine.heuristics import start_plans
     bufs = random_buffers(3000, seed=4)
     plans, note = start_plans(bufs, ["greedy-size", "bestfit"], Deadline(0.0))   # passed
     assert len(plans) == 1 and "time limit reached" in note

@@ -1,6 +1,8 @@
 """Planning at the scale of training graphs (issue 19): the realistic generator, and the
-fast index behind greedy-size and GE level 2, which must give the offsets of the plain
-one it replaced (kept below as the reference: read every box in the way, sort, scan)."""
+engine room's indexes behind greedy-size and GE level 2 (`planners/engine/boxes.py`),
+each of which must answer like the textbook's scan of every placed box
+(`greedy.PlacedBoxes`). The planners built on them are held equal to the textbook ones in
+tests/test_planner_tiers.py."""
 
 from __future__ import annotations
 
@@ -10,109 +12,18 @@ import numpy as np
 import pytest
 
 from minigraph.errors import PlanError
-from minigraph.memory.buffers import Buffer, align_up, theoretical_minimum, validate_offsets
+from minigraph.memory.buffers import Buffer, theoretical_minimum, validate_offsets
 from minigraph.memory.instances import hard_instance, random_buffers, realistic_buffers
 from minigraph.memory.planners import get_planner
-from minigraph.memory.planners.ge import ge_offsets, reuse_blocks
-from minigraph.memory.planners.offset import (
+from minigraph.memory.planners.engine.boxes import (
     FEW,
-    BoxList,
     BoxTable,
     FreeSpace,
     box_index,
     lowest_free,
-    lowest_gap,
     lowest_gap_of,
-    place_in_order,
-    size_order,
 )
-
-# --- the reference: the implementation before issue 19 -----------------------------------
-
-
-def _old_lowest_gap(taken, size, fit="lowest"):
-    taken.sort()
-    top = 0
-    best, best_gap = None, None
-    for lo, hi in taken:
-        gap = lo - top
-        if fit == "lowest" and gap >= size:
-            return top
-        if fit == "best" and gap >= size and (best_gap is None or gap < best_gap):
-            best, best_gap = top, gap
-        top = max(top, hi)
-    return top if best is None else best
-
-
-def _in_the_way(placed, start, end):
-    return [(lo, hi) for s, e, lo, hi in placed if s <= end and start <= e]
-
-
-def _old_greedy(buffers, fit="lowest"):
-    placed, offsets = [], [0] * len(buffers)
-    for i in size_order(buffers):
-        b = buffers[i]
-        if b.size:
-            offsets[i] = _old_lowest_gap(_in_the_way(placed, b.start, b.end), b.size, fit)
-            placed.append((b.start, b.end, offsets[i], offsets[i] + b.size))
-    return offsets
-
-
-def _old_ge(buffers, alignment=512, holes=True):
-    blocks = [bl for bl in reuse_blocks(buffers, lambda b: b.size) if bl[0].size]
-    spans = [[(b.start, b.end) for b in bl] if holes else
-             [(bl[0].start, max(b.end for b in bl))] for bl in blocks]
-    size = [align_up(bl[0].size, alignment) for bl in blocks]
-    placed, offsets = [], {b.id: 0 for b in buffers}
-    for k in sorted(range(len(blocks)), key=lambda k: (-size[k], blocks[k][0].start, k)):
-        taken = [r for s, e in spans[k] for r in _in_the_way(placed, s, e)]
-        off = _old_lowest_gap(taken, size[k])
-        placed += [(s, e, off, off + size[k]) for s, e in spans[k]]
-        for b in blocks[k]:
-            offsets[b.id] = off
-    return offsets
-
-
-def _problems():
-    """Many small random problems of every kind, dense and sparse, some with zero sizes
-    and steps far apart (the index ranks them)."""
-    out = []
-    for seed in range(12):
-        out.append(random_buffers(150, seed=seed))
-        out.append(random_buffers(60, seed=seed, family="mixed"))
-        out.append(hard_instance(120, 1 << 12, 30, seed=seed))
-        out.append(realistic_buffers(300, seed=seed))
-        rng = random.Random(seed)
-        out.append([Buffer(k, 7 * s, 7 * s + rng.choice((0, 3, 50, 700)),
-                           rng.choice((0, 1, 512, 4096, 1 << 20)))
-                    for k, s in enumerate(rng.randrange(200) for _ in range(200))])
-    return out
-
-
-# each index forced in turn: (FEW, DENSE) that makes box_index pick it
-INDEXES = {"BoxList": (10**9, 0), "BoxTable": (0, 10**9), "FreeSpace": (0, 0)}
-
-
-def _force(monkeypatch, index):
-    few, dense = INDEXES[index]
-    monkeypatch.setattr("minigraph.memory.planners.offset.FEW", few)
-    monkeypatch.setattr("minigraph.memory.planners.offset.DENSE", dense)
-
-
-@pytest.mark.parametrize("index", INDEXES)
-@pytest.mark.parametrize("fit", ["lowest", "best"])
-def test_greedy_size_gives_the_offsets_of_the_reference(fit, index, monkeypatch):
-    _force(monkeypatch, index)
-    for bufs in _problems():
-        assert place_in_order(bufs, size_order(bufs), fit) == _old_greedy(bufs, fit)
-
-
-@pytest.mark.parametrize("index", INDEXES)
-@pytest.mark.parametrize("holes", [True, False])
-def test_ge_gives_the_offsets_of_the_reference(holes, index, monkeypatch):
-    _force(monkeypatch, index)
-    for bufs in _problems():
-        assert ge_offsets(bufs, 512, holes)[0] == _old_ge(bufs, 512, holes)
+from minigraph.memory.planners.greedy import PlacedBoxes, lowest_gap
 
 
 def _index_for(bufs, **change):
@@ -120,7 +31,7 @@ def _index_for(bufs, **change):
 
 
 def test_the_dense_index_is_chosen_for_a_training_graph_and_not_for_sparse_lists():
-    assert isinstance(_index_for(random_buffers(FEW, seed=0)), BoxList)         # small
+    assert isinstance(_index_for(random_buffers(FEW, seed=0)), PlacedBoxes)     # small
     assert isinstance(_index_for(realistic_buffers(20_000, seed=0)), FreeSpace)  # ~1700 a box
     assert isinstance(_index_for(random_buffers(3000, seed=0)), BoxTable)      # ~30 a box
     assert isinstance(_index_for(hard_instance(3000, 1 << 20, 300, seed=0)), BoxTable)  # ~100
@@ -147,23 +58,23 @@ def test_lowest_free_jumps_past_ranges_of_several_sets():
     assert lowest_free([([10], [20])], 10) == 0      # [0,10) fits before [10,20)
 
 
-@pytest.mark.parametrize("index_class", [BoxList, BoxTable, FreeSpace])
+@pytest.mark.parametrize("index_class", [BoxTable, FreeSpace])
 @pytest.mark.parametrize("unit", [1, 64])
 def test_each_index_answers_like_a_scan_of_every_box(index_class, unit):
+    # the scan: the textbook's PlacedBoxes, told the same boxes
     rng = random.Random(3)
     spans = [(s, s + rng.randrange(40)) for s in (rng.randrange(300) for _ in range(400))]
     spans += [(-50, -40), (-45, 10)]                    # steps before 0 are steps too
     sizes = [unit * rng.choice((1, 5, 64, 300)) for _ in spans]
-    index, placed = index_class(spans, sizes), []
-    for k, (s, e) in enumerate(spans):
+    index, scan = index_class(spans, sizes), PlacedBoxes(spans, sizes)
+    for k in range(len(spans)):
         query = [k] + ([rng.randrange(len(spans))] if rng.random() < 0.3 else [])
         for fit in ("lowest", "best"):
             for size in (sizes[k], rng.randrange(1, 400 * unit)):
-                taken = [r for q in query for r in _in_the_way(placed, *spans[q])]
-                assert index.lowest(query, size, fit) == _old_lowest_gap(taken, size, fit)
-        want = _old_lowest_gap(_in_the_way(placed, s, e), sizes[k])
+                assert index.lowest(query, size, fit) == scan.lowest(query, size, fit)
+        want = scan.lowest([k], sizes[k])
         index.add([k], want)
-        placed.append((s, e, want, want + sizes[k]))
+        scan.add([k], want)
 
 
 # --- the realistic generator -------------------------------------------------------------

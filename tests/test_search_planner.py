@@ -14,7 +14,7 @@ from minigraph.feeds import random_feeds
 from minigraph.memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
 from minigraph.memory.instances import ge_worked_example, hard_instance, random_buffers
 from minigraph.memory.planners import PLANNERS, get_planner, plan_buffers
-from minigraph.memory.planners.search import (
+from minigraph.memory.planners.engine.search import (
     ABORTED,
     FOUND,
     INFEASIBLE,
@@ -24,8 +24,8 @@ from minigraph.memory.planners.search import (
     plan_search,
     restarts,
 )
-from minigraph.memory.planners.search_rules import exact_fill, waits_for_twin
-from minigraph.memory.planners.search_state import Problem, State
+from minigraph.memory.planners.engine.search_rules import exact_fill, waits_for_twin
+from minigraph.memory.planners.engine.search_state import Problem, State
 
 # 13 buffers whose theoretical minimum (21 B) has no plan: the optimum is 22 B (the ILP
 # agrees). Found by sampling small random problems.
@@ -234,7 +234,7 @@ def test_table_entries_counts_the_tables_without_building_them():
     # By hand: [0,2], [1,3], [4,4]. One pair alive together (two overlap-list entries);
     # sections cut at 0, 1, 3, 4, 5: the first buffer lives in 2, the second in 2, the
     # third in 1 -> 2 + 5 = 7 entries.
-    from minigraph.memory.planners.search import table_entries
+    from minigraph.memory.planners.engine.search import table_entries
     bufs = [Buffer(0, 0, 2, 8), Buffer(1, 1, 3, 8), Buffer(2, 4, 4, 8)]
     assert table_entries(bufs) == 7
     bufs = random_buffers(300, seed=5)
@@ -243,7 +243,7 @@ def test_table_entries_counts_the_tables_without_building_them():
 
 
 def test_a_problem_too_big_for_the_time_left_keeps_the_start_plan_and_says_so():
-    from minigraph.memory.planners import search
+    from minigraph.memory.planners.engine import search
     bufs = hard_instance(3000, 1 << 20, 6000, seed=0)
     rate = search.TABLE_ENTRIES_PER_SECOND
     search.TABLE_ENTRIES_PER_SECOND = 1        # as if the tables were built very slowly

@@ -9,7 +9,11 @@
 #
 # **Source.** The CANN article on GE memory reuse [Huawei GE]: section 1 for the block planners,
 # section 2 for the schedule. The code is `minigraph/memory/planners/ge.py` and
-# `minigraph/memory/topo.py`; read them beside this lesson.
+# `minigraph/memory/topo.py`; read them beside this lesson. GE's level 2 asks greedy-size's
+# question, "the lowest offset free for the whole life", of the plain list of placed boxes
+# in `planners/greedy.py`; the planner "ge" asks it of a faster index
+# (`planners/engine/boxes.py`), which finds the same offset sooner ("ge:textbook" gives the
+# same plan).
 
 # %%
 import sys

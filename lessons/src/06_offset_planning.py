@@ -10,11 +10,15 @@
 # **Sources.** Chainer-Opt's best-fit offset heuristic [Sekiyama 2018] and
 # its picture of "offset lines", MODeL's [Steiner 2023] and ROAM's [Shu 2023] ILP for the memory
 # layout and their program that chooses the order and the layout together (section 6),
-# DSA-SA's simulated annealing over the allocation order [Imanishi 2024]. The code:
-# `minigraph/memory/planners/` (`offset.py`, `anneal.py`, `ilp.py`, and `search.py`, a
-# branch and bound that looks for the smallest arena and, when it finishes within its
-# limits, proves it [Moffitt 2023]). Every planner has one signature:
-# `planner(buffers, *, options) -> Placement`.
+# DSA-SA's simulated annealing over the allocation order [Imanishi 2024]. The code to read
+# beside this lesson, in `minigraph/memory/planners/`: `greedy.py` (greedy by size and its
+# lowest-gap rule), `bestfit.py` (the skyline of offset lines), `anneal.py` and `ilp.py`.
+# The planners "greedy-size" and "bestfit" run the same loops with faster indexes behind
+# them (`engine/boxes.py`, `engine/skyline.py`), which change how fast a gap or a buffer is
+# found, never which: "greedy-size:textbook" and "bestfit:textbook" give the same plans.
+# The engine room also holds `engine/search.py`, a branch and bound that looks for the
+# smallest arena and, when it finishes within its limits, proves it [Moffitt 2023]. Every
+# planner has one signature: `planner(buffers, *, options) -> Placement`.
 
 # %%
 import sys
@@ -34,7 +38,7 @@ from minigraph.memory.buffers import Placement, arena_size, validate_offsets
 from minigraph.memory.instances import hard_instance
 from minigraph.memory.planners import PLANNERS, plan_buffers, register
 from minigraph.memory.planners.joint import plan_joint
-from minigraph.memory.planners.offset import lowest_gap
+from minigraph.memory.planners.greedy import lowest_gap
 from minigraph.experiments.techniques import compare_techniques
 from minigraph.lessons import check_answers, l06
 from minigraph.viz import explore_layout, plot_comparison, plot_placement

@@ -16,10 +16,15 @@
 # and Coop
 # [Zhang 2023] (a sliding window over address-ordered tensors, cheap-tensor partitioning,
 # recomputable in-place). The paper is [Kirisame 2021]:
-# *Dynamic Tensor Rematerialization*, ICLR 2021. The code is `minigraph/runtime/dtr/` - read
-# `program.py`, `runtime.py` (the state machine), `eviction.py` (which tensor goes) and
-# `heuristics.py` (the scores); every switch is a field of `DTROptions` (`options.py`). The
-# sweeps over budgets are an experiment: `minigraph/experiments/dtr.py`.
+# *Dynamic Tensor Rematerialization*, ICLR 2021. **Read `minigraph/runtime/dtr/minimal.py`**:
+# DTR in one short file, top to bottom - an ideal allocator, eviction by the lowest score,
+# recursive recomputation, and the two scores of sections 3 and 4 (h_DTR and MegEngine's
+# `eval_func`). The runs below use the full runtime, `minigraph/runtime/dtr/runtime.py`
+# (with `program.py`, `eviction.py`, `heuristics.py`); it adds a first-fit arena with real
+# addresses and defragmentation, Coop's window and recomputable in-place, more scores and
+# rules against thrashing, every switch a field of `DTROptions` (`options.py`), and a test
+# holds it equal to `minimal.py` with those switched off. The sweeps over budgets are an
+# experiment: `minigraph/experiments/dtr.py`.
 
 # %%
 import dataclasses
@@ -331,7 +336,7 @@ plt.show()
 # %% [markdown]
 # The score is half of DTR; the runtime's rules are the other half. The DTR authors'
 # simulator, simrd [Kirisame 2021], runs its scores under rules of its own (listed in
-# `minigraph/runtime/dtr/storages.py`): a view belongs to its base's storage and is re-run
+# `minigraph/runtime/dtr/simrd.py`): a view belongs to its base's storage and is re-run
 # when that storage comes back; an op locks its resident inputs before rematerialising
 # the others; a multi-output op needs room for all its outputs; a released tensor is
 # evicted at once and still counts in its neighbours' evicted neighbourhoods; a dead
@@ -536,8 +541,8 @@ plt.show()
 # block becomes a hole a moment later. An in-place kernel could write `b` over `a`, but
 # then `a` is gone, and DTR may need it again to recompute something evicted. Coop
 # records the in-place op instead: `b` takes `a`'s block and `a` is marked evicted, so
-# a recomputation that needs `a` re-runs `a`'s producer (`inplace.py`; the pairs come from
-# the ops' in-place declarations and the rules of lesson 03, checked in `program.py`).
+# a recomputation that needs `a` re-runs `a`'s producer (`coop_inplace.py`; the pairs come
+# from the ops' in-place declarations and the rules of lesson 03, checked in `program.py`).
 # Coop's paper also lays out the parameters, whose updates are in place, at the ends of
 # the arena; here parameters live outside the arena, so only the activations are left.
 # Below, `z` (dear) and `a` fill a 200-byte arena when `relu` runs.
@@ -580,7 +585,7 @@ forced_of = {k: v[1] for k, v in counts.items()}
 window = forced_of["coop (window only)"]
 assert window < forced_of["dtr"]
 assert forced_of["dtr + in-place"] < forced_of["dtr"] and forced_of["coop + in-place"] < window
-assert forced_of["coop + partition"] > window
+assert counts["coop + partition"][0] > counts["coop (window only)"][0]
 assert counts["coop + partition"][2] > counts["coop (window only)"][2]
 assert forced_of["coop + partition + in-place"] == min(forced_of.values())
 
@@ -595,9 +600,9 @@ print(f"real run, coop + partition + in-place: {ex.last_trace.frag_forced_evicti
 
 # %% [markdown]
 # At this budget the window alone makes fewer forced evictions than `dtr`, in-place
-# lowers the count for `dtr` and for `coop`, the partition alone raises it (and the
-# compute with it), and the two layout ideas together make the fewest of all (each
-# asserted above). So the partition is no free win: the two regions of a partitioned
+# lowers the count for `dtr` and for `coop`, the partition alone raises the evictions
+# (and the compute with them), and the two layout ideas together make the fewest forced
+# evictions of all (each asserted above). So the partition is no free win: the two regions of a partitioned
 # arena grow towards each other, and where they meet a window may have to take dear
 # tensors too. Here it pays off only together with in-place (with a partition, a
 # hand-over is taken only within one class, so it never brings a cheap tensor into the

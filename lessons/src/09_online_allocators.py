@@ -16,7 +16,7 @@
 # expandable segments in `CUDACachingAllocator.cpp` [PyTorch CUDA]. The code is
 # `minigraph/memory/online/` (read `trace.py`, `base.py`, then one allocator per file);
 # the comparison with the static planners is `minigraph/experiments/allocators.py`, and
-# the pictures are drawn by `minigraph/viz/allocators.py`.
+# the pictures are drawn by `minigraph/viz/allocator_plots.py`.
 
 # %%
 import random
@@ -49,7 +49,7 @@ from minigraph.memory.online import (
     simulate,
     trace_from_schedule,
 )
-from minigraph.viz.allocators import (
+from minigraph.viz.allocator_plots import (
     plot_allocator_timeline,
     plot_allocators,
     plot_arena,

@@ -214,7 +214,7 @@ def dtr_runs(graph: Graph | Any, ratios: Sequence[float] = (0.8, 0.6), *,
 @dataclass
 class StaticPlan:
     """A trace planned offline: its buffers (aligned), their placement, and the number of
-    events (the time axis). `viz.allocators.plot_static` draws it."""
+    events (the time axis). `viz.allocator_plots.plot_static` draws it."""
     planner: str
     buffers: list[Buffer]
     placement: Placement

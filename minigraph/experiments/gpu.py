@@ -31,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import PoolMeter
 from ..errors import MinigraphError
 from ..graph import fmt_bytes
 from ..memory.api import MemoryOptions, plan_memory
 from ..models import Model, get_model
+from ..reference import TorchStep
 from ..runtime.dtr import DTRExecutor
 from ..runtime.executor import Executor
 
@@ -123,8 +125,6 @@ def bench_torch(model: Model, device: str, repeats: int, warmup: int,
     """PyTorch eager on the same graph (`minigraph.reference.TorchStep`): ms and peak."""
     try:
         import torch
-
-        from ..reference import TorchStep
     except ImportError:
         return None
     dev = "cuda" if device == "gpu" else "cpu"
@@ -173,7 +173,6 @@ def bench_dtr(model: Model, device: str, ratio: float, planned_out: dict | None,
         return {"status": f"{type(e).__name__}: {e}"[:120]}
     meter = None
     if device == "gpu":
-        from ..backend import PoolMeter
         meter = PoolMeter()
     t0 = time.perf_counter()
     try:

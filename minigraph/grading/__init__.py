@@ -41,15 +41,15 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import GradingError
-from .heuristic import (  # noqa: F401
+from .heuristic_grader import (  # noqa: F401
     CandidateView,
     HeuristicFault,
     check_heuristic,
     heuristic_cases,
     run_heuristic,
 )
-from .liveness import check_liveness  # noqa: F401
-from .planner import check_planner  # noqa: F401
+from .liveness_grader import check_liveness  # noqa: F401
+from .planner_grader import check_planner, library_planners  # noqa: F401
 from .report import CaseResult, GradeReport  # noqa: F401
 from .sandbox import Submission
 
@@ -147,13 +147,9 @@ def load_solution(name: str, default: Callable | None = None) -> Callable | None
 def _preload() -> None:
     """Import now every module the checks would import later: the submission's process
     runs as the same user, and could rewrite a source file this process has yet to read.
-    (The cases, private ones included, are read before the submission starts, too.)"""
-    from ..memory import liveness, plan  # noqa: F401
-    from ..models import get_model  # noqa: F401
-    from ..runtime import executor  # noqa: F401
-    from ..runtime.dtr import executor as dtr_executor  # noqa: F401
-    from ..runtime.dtr import program, simulate  # noqa: F401
-    from .planner import library_planners
+    (The graders import the library at their top; the cases, private ones included, are
+    read before the submission starts, too.) What is left to load is the registry's
+    planners."""
     library_planners()
 
 

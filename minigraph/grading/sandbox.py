@@ -32,7 +32,8 @@ from typing import Any
 
 from ..errors import GradingError
 from ..graph import Graph
-from .cases import PRIVATE_ENV, PRIVATE_SEED_ENV
+from . import heuristic_grader, liveness_grader, planner_grader
+from .cases import PRIVATE_ENV, PRIVATE_SEED_ENV, graph_from_json, graph_to_json
 from .runner import Garbage, Outcome, Remote, run_case, scaled
 from .tamper import changed_names, snapshot, source_tampering
 
@@ -43,8 +44,8 @@ MEMORY_LIMIT = 4 << 30       # bytes of address space for the child (RLIMIT_AS)
 MAX_MESSAGE = 64 << 20       # bytes of one answer; a longer one is garbage
 SOLUTION_ENV = "MINIGRAPH_SOLUTION"
 STATUSES = ("ok", "error", "timeout", "crash")
-GRADING_MODULES = ("minigraph.grading.heuristic", "minigraph.grading.liveness",
-                   "minigraph.grading.planner")   # where a request's target may live
+GRADING_MODULES = ("minigraph.grading.heuristic_grader", "minigraph.grading.liveness_grader",
+                   "minigraph.grading.planner_grader")   # where a request's target may live
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,7 +120,6 @@ def outcome_from_wire(d: Any) -> Outcome:
 
 def _pack(x: Any) -> Any:
     """Arguments for pickling to the child: graphs (not picklable) as their JSON."""
-    from .cases import graph_to_json
     if isinstance(x, Graph):
         return {"__graph__": graph_to_json(x)}
     if isinstance(x, (list, tuple)):
@@ -130,7 +130,6 @@ def _pack(x: Any) -> Any:
 
 
 def _unpack(x: Any) -> Any:
-    from .cases import graph_from_json
     if isinstance(x, dict) and set(x) == {"__graph__"}:
         return graph_from_json(x["__graph__"])
     if isinstance(x, (list, tuple)):
@@ -401,7 +400,7 @@ def _kill(proc: subprocess.Popen, grace: float = 0.0) -> None:
 def submission_source(path: Path) -> str:
     """The code a submission runs: a .py file's text, a notebook's graded cells."""
     if path.suffix == ".ipynb":
-        from . import notebook_source
+        from . import notebook_source  # grading/__init__ imports this module: not at the top
         try:
             return notebook_source(path)
         except (ValueError, KeyError, TypeError):   # not a notebook: loading will say so
@@ -428,8 +427,7 @@ def _resolve(where: str | None) -> Callable | None:
     """The grading function "module:name" (a module of this package) a request names."""
     if where is None:
         return None
-    from . import heuristic, liveness, planner
-    modules = dict(zip(GRADING_MODULES, (heuristic, liveness, planner)))
+    modules = dict(zip(GRADING_MODULES, (heuristic_grader, liveness_grader, planner_grader)))
     module, _, name = where.partition(":")
     return getattr(modules[module], name)
 
@@ -448,7 +446,7 @@ def child_main() -> None:
         out.write(json.dumps(msg, allow_nan=True) + "\n")
         out.flush()
 
-    from . import load_function
+    from . import load_function  # grading/__init__ imports this module: not at the top
     before = snapshot()
     try:
         fn = load_function(path, name)

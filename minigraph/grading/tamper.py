@@ -2,7 +2,7 @@
 child after it loaded.
 
 The checks run in the grader's process, so a file that replaces, say,
-`minigraph.grading.planner.validity_problem` in its own (child) process changes nothing
+`minigraph.grading.planner_grader.validity_problem` in its own (child) process changes nothing
 that is judged. But a file that tries is cheating, and an instructor should hear so
 rather than read an honest-looking score: such a file is not graded (it scores 0) and the
 report names the line or the name it changed.

@@ -14,7 +14,7 @@ from ..errors import MinigraphError
 from ..memory import PLANNERS, Buffer, plan_memory
 from ..memory.buffers import Placement, arena_size, validate_offsets
 from ..memory.instances import hard_instance
-from ..memory.planners.offset import lowest_gap
+from ..memory.planners.greedy import lowest_gap
 from ..models import get_model
 
 #: The hard instance of the lesson (section 3): its optimum is CAPACITY by construction.

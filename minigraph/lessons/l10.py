@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from ..errors import BudgetError, MinigraphError, ThrashError
+from ..fromtorch import from_torch
 from ..fromtorch.zoo import torch_model
 from ..memory import plan_memory
 from ..runtime.dtr import simulate
@@ -22,7 +23,6 @@ MIN_PARAMS = 4            # exercise 1: at least two layers with weights and bia
 
 
 def _import(module: Any, inputs: Any, loss_fn: Any, targets: Any) -> Any:
-    from ..fromtorch import from_torch
     return from_torch(module, inputs, loss_fn, targets=targets, name="yours")
 
 

@@ -29,7 +29,7 @@ import random
 from ..errors import PlanError
 from .buffers import Buffer
 from .instances import guillotine_tiling
-from .planners.offset import lowest_gap
+from .planners.greedy import lowest_gap
 
 # (start, end, size in units) of 13 buffers over 13 steps: at most 21 units alive at a
 # step, yet no plan within 21 units (the search exhausts every canonical plan; the ILP

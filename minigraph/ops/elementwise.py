@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from ..graph import Tensor, check_same_dtype, constant
+from .broadcast import sum_to
 from .cuda import gelu as gelu_kernel
 from .cuda import gelu_grad as gelu_grad_kernel
 from .cuda import on_cupy
@@ -66,13 +67,6 @@ def _broadcast(op):
     return infer
 
 
-def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """Reduce a broadcast gradient back to `shape` (the adjoint of broadcast_to)."""
-    if g.shape == tuple(shape):
-        return g
-    return apply1("sum_to", [g], {"shape": tuple(shape)})
-
-
 def _binary_inplace(op):
     # Output may take either input's bytes; the planner checks that sizes really match.
     return ((0, 0), (0, 1))
@@ -111,30 +105,6 @@ def _div_infer(attrs, a, b):
 defop("div", infer=_div_infer,
       forward=lambda ctx, a, ins, outs: ctx.xp.divide(ins[0], ins[1], out=outs[0]),
       grad=_div_grad, inplace=((0, 0),))
-
-
-def _sum_to_infer(attrs, g):
-    shape = tuple(attrs["shape"])
-    try:
-        if tuple(np.broadcast_shapes(shape, g.shape)) != g.shape:
-            raise ValueError
-    except ValueError:
-        raise shape_error("sum_to", [g], f"cannot reduce to {list(shape)}") from None
-    return [(shape, g.dtype)]
-
-
-def _sum_to_forward(ctx, attrs, ins, outs):
-    g, out = ins[0], outs[0]
-    lead = g.ndim - out.ndim
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(out.shape)
-                                      if s == 1 and g.shape[lead + i] != 1)
-    kept = tuple(s for i, s in enumerate(g.shape) if i not in axes)
-    ctx.xp.sum(g, axis=axes, out=out.reshape(kept))
-
-
-defop("sum_to", infer=_sum_to_infer, forward=_sum_to_forward,
-      grad=lambda a, ins, outs, g: [broadcast_to(g[0], ins[0].shape)],
-      flops=lambda a, ins, outs: numel(ins[0]))
 
 
 # --- the aggregation node of the gradient pass -------------------------------------------------
@@ -443,8 +413,3 @@ def tanh(x: Tensor) -> Tensor:
 
 def gelu(x: Tensor) -> Tensor:
     return apply1("gelu", [x])
-
-
-def broadcast_to(x: Tensor, shape) -> Tensor:
-    from .shape import broadcast_to as _b
-    return _b(x, shape)

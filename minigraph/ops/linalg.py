@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Tensor, check_same_dtype
+from .broadcast import sum_to
 from .cuda import matmul_into
 from .registry import apply1, defop, numel, shape_error
 from .shape import reshape
@@ -65,7 +66,6 @@ def _matmul_grad(attrs, ins, outs, g):
         db = matmul(a, gy, ta=not ta)
     else:
         db = matmul(gy, a, ta=True, tb=ta)
-    from .elementwise import sum_to
     return [sum_to(da, a.shape), sum_to(db, b.shape)]
 
 

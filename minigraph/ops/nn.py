@@ -17,7 +17,8 @@ import zlib
 import numpy as np
 
 from ..errors import DTypeError
-from ..graph import Tensor, _auto_name, check_same_dtype
+from ..graph import Tensor, check_same_dtype
+from ..tensor import _auto_name
 from .elementwise import neg
 from .registry import apply, apply1, defop, itemsize, numel, shape_error
 

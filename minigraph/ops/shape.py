@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..graph import Tensor
+from .broadcast import broadcast_to
+from .elementwise import mul_scalar
 from .registry import apply1, defop, numel, shape_error
 
 
@@ -60,12 +62,9 @@ def _sum_grad(attrs, ins, outs, g):
 
 def _mean_grad(attrs, ins, outs, g):
     n = int(np.prod([ins[0].shape[a] for a in attrs["axes"]]))
-    return [_expand_grad(mul_scalar_(g[0], 1.0 / n), ins[0], attrs["axes"], attrs["keepdims"])]
+    return [_expand_grad(mul_scalar(g[0], 1.0 / n), ins[0], attrs["axes"], attrs["keepdims"])]
 
 
-def mul_scalar_(x, c):
-    from .elementwise import mul_scalar
-    return mul_scalar(x, c)
 
 
 def _in_elems(attrs, ins, outs):
@@ -88,39 +87,6 @@ def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
         raise shape_error("mean", [x], f"axes {list(axes)} hold no elements: their mean is "
                           "undefined")
     return apply1("mean", [x], {"axes": axes, "keepdims": bool(keepdims)})
-
-
-# --- broadcast_to ------------------------------------------------------------------------------
-
-def _bcast_infer(attrs, x):
-    shape = tuple(attrs["shape"])
-    try:
-        ok = tuple(np.broadcast_shapes(x.shape, shape)) == shape
-    except ValueError:
-        ok = False
-    if not ok:
-        raise shape_error("broadcast_to", [x], f"cannot broadcast to {list(shape)}")
-    return [(shape, x.dtype)]
-
-
-def _bcast_fw(ctx, attrs, ins, outs):
-    outs[0][...] = ins[0]
-
-
-def _bcast_grad(attrs, ins, outs, g):
-    from .elementwise import sum_to
-    return [sum_to(g[0], ins[0].shape)]
-
-
-defop("broadcast_to", infer=_bcast_infer, forward=_bcast_fw, grad=_bcast_grad,
-      flops=lambda a, i, o: 0)
-
-
-def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
-    shape = tuple(int(s) for s in shape)
-    if x.shape == shape:
-        return x
-    return apply1("broadcast_to", [x], {"shape": shape})
 
 
 # --- reshape -----------------------------------------------------------------------------------

@@ -12,51 +12,25 @@ import time
 import tracemalloc
 from array import array
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..backend import PoolMeter, array_module, resolve_device, to_numpy, upload
-from ..errors import AllocationError, DeviceError, FeedError, PlanTypeError
-from ..feeds import check_fits
+from ..backend import PoolMeter, array_module, empty, resolve_device, to_numpy, upload
+from ..errors import DeviceError, FeedError, PlanTypeError
+from ..feeds import (  # noqa: F401  (check_feeds and init_params re-exported)
+    check_feeds,
+    check_fits,
+    check_index_feed,
+    index_feeds,
+    init_params,
+)
 from ..graph import Graph
 from ..memory.api import MemoryReport
 from ..memory.plan import MemoryPlan
-from ..ops.nn import check_index_values
 from ..ops.registry import index_bounds, workspace_of
 from .kernels import kernel_context, run_kernel
-
-
-@dataclass
-class RunStats:
-    """Bytes of one run. `measured_peak`: the most bytes of arrays alive at once, from
-    tracemalloc (NumPy) or a memory hook on CuPy's pool (GPU: the bytes asked for;
-    `pool_peak` is what the pool reserved for them, each block rounded up to 512 bytes).
-
-    `undeclared` (runs with `measure=True`): per node, the bytes its kernel allocated
-    beyond its declared workspace while it ran - hidden temporaries such as `1 - y`, a
-    boolean mask, NumPy's own iterator buffers (at most 8192 elements per operand, for
-    broadcasting or casting; about 1 KiB of it is Python objects) or a copy CuPy makes.
-    """
-    arena_bytes: int
-    unplanned_bytes: int
-    workspace_bytes: int
-    measured_peak: int | None
-    seconds: float
-    undeclared: dict[str, int] = field(default_factory=dict)
-    measured_workspace: int = 0
-    pool_peak: int | None = None
-
-    @property
-    def op_temporaries(self) -> int:
-        """The workspace of the hungriest op: declared, or measured when larger."""
-        return max(self.workspace_bytes, self.measured_workspace)
-
-    @property
-    def expected_peak(self) -> int:
-        """Arena + inputs, parameters and outputs + the largest op's temporaries."""
-        return self.arena_bytes + self.unplanned_bytes + self.op_temporaries
+from .measure import DeviceClock, RunStats, Tracemalloc, numpy_traced_bytes
 
 
 class Executor:
@@ -151,19 +125,19 @@ class Executor:
         unplanned = 0
         for name, v in feeds.items():          # the executor's own copy: the "upload"
             t = self._wanted[name]
-            a = _empty(xp, name, t.shape, t.dtype)
+            a = empty(xp, name, t.shape, t.dtype)
             self._upload(name, a, v)
             arrays[name] = a
             unplanned += a.nbytes
         arrays.update(self._consts)
         arena_bytes = 0
         if plan is not None:
-            arena = _empty(xp, "the arena", plan.arena_bytes, np.uint8)
+            arena = empty(xp, "the arena", plan.arena_bytes, np.uint8)
             arena_bytes = plan.arena_bytes
             for name, off, nbytes, dtype, shape in self._views:
                 arrays[name] = arena[off:off + nbytes].view(dtype).reshape(shape)
         for name, shape, dtype in self._own:
-            arrays[name] = a = _empty(xp, name, shape, dtype)
+            arrays[name] = a = empty(xp, name, shape, dtype)
             if plan is not None:   # graph outputs are not planned
                 unplanned += a.nbytes
         for name, alias_of in self._aliases:
@@ -189,7 +163,7 @@ class Executor:
         # On a GPU a hook on CuPy's pool sees device arrays only.
         extras = array("q", bytes(8 * len(steps))) if measure else None
         objects = 0
-        meter = _Tracemalloc() if measuring else (
+        meter = Tracemalloc() if measuring else (
             PoolMeter() if measure and self.device == "gpu" else None)
         t0 = time.perf_counter()
         try:
@@ -197,7 +171,7 @@ class Executor:
                 meter.__enter__()
             arrays, arena_bytes, unplanned = self._storage(feeds)
             if measuring:
-                objects = tracemalloc.get_traced_memory()[0] - _numpy_traced_bytes()
+                objects = tracemalloc.get_traced_memory()[0] - numpy_traced_bytes()
             workspace, peak = self._execute(arrays, step, extras, meter)
             if self.device == "gpu":
                 self.xp.cuda.Device().synchronize()
@@ -253,7 +227,7 @@ class Executor:
         arrays = getattr(self, "_resident", None)
         if arrays is None:
             raise FeedError("Executor.profile() needs Executor.load(feeds) first")
-        clock = _DeviceClock(self.xp)
+        clock = DeviceClock(self.xp)
         marks = [clock.mark()]
         self._execute(arrays, step, on_kernel=lambda: marks.append(clock.mark()))
         ms = clock.elapsed(marks)
@@ -297,133 +271,6 @@ class Executor:
         return most, (peak if extras is not None else None)
 
 
-class _DeviceClock:
-    """Timestamps on the device's clock: CUDA events on a GPU (read after one synchronise
-    at the end), `perf_counter` on the host."""
-
-    def __init__(self, xp: Any):
-        self.xp = xp
-
-    def mark(self) -> Any:
-        if self.xp is np:
-            return time.perf_counter()
-        e = self.xp.cuda.Event()
-        e.record()
-        return e
-
-    def elapsed(self, marks: list[Any]) -> list[float]:
-        if self.xp is np:
-            return [1000 * (b - a) for a, b in zip(marks, marks[1:])]
-        marks[-1].synchronize()
-        return [self.xp.cuda.get_elapsed_time(a, b) for a, b in zip(marks, marks[1:])]
-
-
-class _Tracemalloc:
-    """tracemalloc behind the meter interface that `PoolMeter` has (now, peak, reset)."""
-
-    def __enter__(self) -> _Tracemalloc:
-        tracemalloc.start()
-        tracemalloc.reset_peak()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        tracemalloc.stop()
-
-    def now(self) -> int:
-        return tracemalloc.get_traced_memory()[0]
-
-    def peak(self) -> int:
-        return tracemalloc.get_traced_memory()[1]
-
-    def reset_peak(self) -> None:
-        tracemalloc.reset_peak()
-
-
-def index_feeds(graph: Graph) -> dict[str, list[tuple[int, str]]]:
-    """The fed tensors whose values index something (labels, ids: `index_inputs` of the
-    ops that read them): name -> [(bound, reading node)]."""
-    fed = {t.name for t in graph.leaves("input", "param")}
-    out: dict[str, list[tuple[int, str]]] = {}
-    for node in graph.nodes:
-        for i, bound in index_bounds(graph, node).items():
-            if node.inputs[i] in fed:
-                out.setdefault(node.inputs[i], []).append((bound, node.name))
-    return out
-
-
-def check_index_feed(graph: Graph, index: Mapping[str, list[tuple[int, str]]], name: str,
-                     value: Any) -> None:
-    """FeedError unless every value of feed `name` lies under the bound of each node that
-    indexes with it; the message names the feed, the node, the value and its position.
-    Done on the host, before the upload: a kernel's own check would read the device back."""
-    readers = index.get(name)
-    if not readers:
-        return
-    host = np.asarray(to_numpy(value))
-    for bound, node in readers:
-        what = "id" if graph.node(node).op.startswith("embedding") else "label"
-        try:
-            check_index_values(np, host, bound, what)
-        except IndexError as e:
-            raise FeedError(f"feed {name!r} (read by node {node}): {e}") from None
-
-
-def check_feeds(graph: Graph, feeds: Mapping[str, Any], partial: bool = False) -> None:
-    """FeedError unless `feeds` holds exactly the graph's inputs and parameters (some of
-    them with `partial`, as `step()` takes), each of its shape and dtype: a feed is copied
-    into a buffer of that shape and dtype, so anything else would be broadcast or cast
-    silently. The message names the feed and what was expected."""
-    if not isinstance(feeds, Mapping):
-        raise FeedError(f"feeds are a dict from input name to array, not "
-                        f"{type(feeds).__name__}")
-    wanted = {t.name: t for t in graph.leaves("input", "param")}
-    unknown = sorted(set(feeds) - set(wanted), key=str)
-    if unknown:
-        raise FeedError(f"unknown feed {unknown[0]!r}: {graph.name} takes "
-                        f"{', '.join(sorted(wanted))}")
-    missing = [] if partial else sorted(set(wanted) - set(feeds))
-    if missing:
-        hint = " (mg.init_params(graph) makes parameter values)" if any(
-            wanted[m].kind == "param" for m in missing) else ""
-        raise FeedError(f"missing feed {missing[0]!r} {wanted[missing[0]].spec()} "
-                        f"{wanted[missing[0]].dtype}{hint}")
-    for name, v in feeds.items():
-        t = wanted[name]
-        try:
-            shape = tuple(v.shape) if hasattr(v, "shape") else np.shape(v)
-            dtype = np.dtype(v.dtype) if hasattr(v, "dtype") else np.asarray(v).dtype
-        except (TypeError, ValueError):    # ragged nested lists: NumPy cannot make an array
-            raise FeedError(f"feed {name!r}: not an array (ragged lists?); expected "
-                            f"shape {list(t.shape)} {t.dtype}") from None
-        if shape != t.shape:
-            raise FeedError(f"feed {name!r}: expected shape {list(t.shape)}, "
-                            f"got {list(shape)}")
-        if dtype != np.dtype(t.dtype):
-            raise FeedError(f"feed {name!r}: expected dtype {t.dtype}, got {dtype} "
-                            f"(convert with .astype('{t.dtype}'))")
-
-
-def _empty(xp: Any, name: str, shape: Any, dtype: Any) -> Any:
-    """`xp.empty`, with the device running out of memory as an AllocationError naming the
-    buffer: the check before the run counts the machine's memory, other programs may hold
-    part of it."""
-    try:
-        return xp.empty(shape, dtype=dtype)
-    except MemoryError:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        raise AllocationError(f"out of memory allocating {name}: {nbytes:,} bytes") from None
-
-
 def _short_repr(v: Any, limit: int = 60) -> str:
     r = repr(v)
     return r if len(r) <= limit else r[:limit - 3] + "..."
-
-
-def _numpy_traced_bytes() -> int:
-    """Bytes of NumPy array data tracemalloc holds now (NumPy traces them in its domain)."""
-    snap = tracemalloc.take_snapshot().filter_traces(
-        [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
-    return sum(t.size for t in snap.traces)
-
-
-from ..feeds import init_params  # noqa: E402,F401  (re-exported; lives in minigraph.feeds)

@@ -6,13 +6,13 @@ function that draws with them, so `import minigraph.viz` needs none of them:
 - `minigraph.viz.plots`: matplotlib plots of liveness, plans, techniques and DTR sweeps;
 - `minigraph.viz.layout_view`: the layout to explore (hover, zoom; plotly, with a static
   matplotlib picture where no script runs);
-- `minigraph.viz.allocators`: pictures of the online allocators and their fragmentation;
+- `minigraph.viz.allocator_plots`: pictures of the online allocators and their fragmentation;
 - `minigraph.viz.widget`: the notebook widget with a toggle for every technique;
   `minigraph.viz.explorer` is its logic without ipywidgets, `minigraph.viz.dtr_budget`
   its DTR runs and budget slider.
 """
 
-from . import allocators, draw, dtr_budget, explorer, layout_view, plots, widget  # noqa: F401
+from . import allocator_plots, draw, dtr_budget, explorer, layout_view, plots, widget  # noqa: F401
 from .layout_view import (  # noqa: F401
     LayoutView,
     explore_layout,

@@ -28,8 +28,9 @@ from ..errors import PlanError, PlanTypeError
 from ..experiments.techniques import TechniqueRow
 from ..graph import Graph
 from ..memory.api import MemoryReport
-from ..memory.buffers import Buffer, live_bytes_per_step
+from ..memory.buffers import Buffer, arena_size, live_bytes_per_step, theoretical_minimum
 from ..memory.plan import MemoryPlan
+from ..ops.registry import workspace_of
 
 # Bands of the timeline, bottom to top: what is never reused, then what planning shares.
 BANDS = ("parameters & inputs", "outputs", "activations", "gradients", "workspace")
@@ -183,7 +184,6 @@ def timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = No
             planned.append(b)
     bands = {name: live_bytes_per_step(bufs, steps) for name, bufs in per_band.items()}
     if graph is not None:
-        from ..ops.registry import workspace_of
         bands["workspace"] = [workspace_of(graph, graph.node(n)) for n in live.schedule]
     bands = {k: v for k, v in bands.items() if any(v)}
     base = [sum(bands.get(b, [0] * steps)[t] for b in ("parameters & inputs", "outputs"))
@@ -368,7 +368,6 @@ def plot_placement(buffers: Sequence[Buffer], offsets: Any, ax: Any = None,
     """A bare buffer problem and its offsets as Chainer-Opt's strip-packing picture [Sekiyama 2018]
     (the worked examples and DSA instances, which have no graph). `offsets`: dict or Placement.
     `unit` ("B", "KiB", "MiB", "GiB") fixes the unit, so panels side by side share one."""
-    from ..memory.buffers import arena_size, theoretical_minimum
     offsets = getattr(offsets, "offsets", offsets)
     rects = placement_rects(buffers, offsets)
     steps = max((b.end for b in buffers), default=0) + 1

@@ -70,7 +70,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 from minigraph.examples import linear_chain
 from minigraph.grading import HeuristicFault, check_heuristic, load_solution, run_heuristic
-from minigraph.grading.heuristic import budget_for, case_program, heuristic_cases
+from minigraph.grading.heuristic_grader import budget_for, case_program, heuristic_cases
 from minigraph.runtime.dtr import simulate
 
 # %% [markdown]

@@ -10,7 +10,7 @@ invariants), arena.py (first fit, best fit), caching.py (PyTorch's caching alloc
 CuPy's pool), expandable.py (PyTorch's expandable segments), stitching.py (GMLake).
 Comparing them with the static planners is an experiment (`minigraph.experiments.allocators`,
 `minigraph.experiments.pool` for the real CuPy pool); the pictures are in
-`minigraph.viz.allocators`.
+`minigraph.viz.allocator_plots`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,10 @@ from typing import Any
 
 from ...errors import MinigraphError
 from ...graph import Graph
+from ..api import MemoryOptions, planning_buffers
 from ..buffers import Buffer
 from ..liveness import Liveness, liveness
+from ..orders import schedule as make_schedule
 
 Event = tuple[str, Hashable, int]
 KINDS = ("alloc", "free")
@@ -90,12 +92,10 @@ def trace_from_schedule(graph_or_liveness: Graph | Liveness, schedule: Sequence[
             raise TraceError("inplace=True needs the graph, not only its liveness")
         live, graph = graph_or_liveness, None
     else:
-        from ..orders import schedule as make_schedule
         graph = graph_or_liveness
         live = liveness(graph, schedule if schedule is not None else
                         make_schedule(graph, order), alignment)
     if inplace:
-        from ..api import MemoryOptions, planning_buffers
         buffers, _, _, _ = planning_buffers(graph, live, MemoryOptions(inplace=True))
     else:
         buffers = live.buffers()

@@ -8,6 +8,11 @@ regions, validation), and a planner places the buffers of one colour.
 
 `PLANNERS` is a plain dict, name -> function; each planner module fills it with
 `@register(name)` and is imported at the bottom of this file.
+
+The modules here are the textbook, one technique each; `engine/` is the engine room: the
+same loops with fast indexes, deadlines, the exact search. "greedy-size", "bestfit" and "ge"
+run the engine's; "<name>:textbook" (in `TEXTBOOK`, so a table of every planner shows each
+technique once) the plain one, with the same offsets (tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
@@ -19,33 +24,36 @@ from typing import Any
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, align_up, arena_size, validate_offsets
-from .budget import positive_finite
+from .engine.budget import positive_finite
 
 Planner = Callable[..., Placement]
 PLANNERS: dict[str, Planner] = {}
+TEXTBOOK: dict[str, Planner] = {}         # "bestfit:textbook" -> the plain bestfit, ...
 # Planners that choose the schedule too (MODeL [Steiner 2023], joint.py): they take the
 # graph, not buffers, so they have a registry of their own, which `plan_memory` asks first.
 JOINT_PLANNERS: dict[str, Callable[..., Any]] = {}
 
 
 def register(name: str) -> Callable[[Planner], Planner]:
-    """Decorator: add a planner to `PLANNERS` under `name`."""
+    """Decorator: add a planner to `PLANNERS` under `name` (to `TEXTBOOK`, for a name that
+    ends in ":textbook")."""
     def deco(fn: Planner) -> Planner:
-        PLANNERS[name] = fn
+        (TEXTBOOK if name.endswith(":textbook") else PLANNERS)[name] = fn
         return fn
     return deco
 
 
 def get_planner(name: str) -> Planner:
-    """The planner registered as `name`; a PlanError lists the known names."""
+    """The planner registered as `name` (or "<name>:textbook"); a PlanError lists the
+    known names."""
     try:
-        return PLANNERS[name]
+        return PLANNERS[name] if name in PLANNERS else TEXTBOOK[name]
     except KeyError:
         if name in JOINT_PLANNERS:
             raise PlanError(f"planner {name!r} chooses the schedule too: it plans a graph "
                             "(plan_memory), not a list of buffers") from None
-        raise PlanError(f"unknown planner {name!r}; known: {', '.join(sorted(PLANNERS))}") \
-            from None
+        raise PlanError(f"unknown planner {name!r}; known: {', '.join(sorted(PLANNERS))} "
+                        f"(and {', '.join(sorted(TEXTBOOK))})") from None
 
 
 def planner_options(name: str) -> tuple[str, ...]:
@@ -148,5 +156,13 @@ def _planning_ends(time_limit: Any, n: int) -> float | None:
     return time.perf_counter() + time_limit - keep
 
 
-# The planner modules; importing each one registers its planners.
-from . import anneal, basic, ge, ilp, joint, offset, search  # noqa: E402,F401,I001
+# The planner modules; importing each one registers its planners. The textbook first, then
+# the engine room (which runs the textbook's loops).
+from . import anneal, basic, bestfit, ge, greedy, ilp, joint  # noqa: E402,F401,I001
+from .engine import heuristics, search  # noqa: E402,F401,I001
+
+# The order of every menu and table of planners (the widget, the tour, lesson 00); the
+# imports above register them in another.
+for _name in ("greedy-size", "bestfit", "anneal", "none", "refcount", "ge-max", "ge-binary",
+              "ge-hybrid", "ge", "ilp", "search"):
+    PLANNERS[_name] = PLANNERS.pop(_name)

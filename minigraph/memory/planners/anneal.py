@@ -24,8 +24,16 @@ from collections.abc import Sequence
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, theoretical_minimum
 from . import register
-from .budget import NEVER, Deadline, OutOfTime, check_count, check_time_limit, positive_finite
-from .offset import lowest_gap, size_order, start_plans
+from .engine.budget import (
+    NEVER,
+    Deadline,
+    OutOfTime,
+    check_count,
+    check_time_limit,
+    positive_finite,
+)
+from .engine.heuristics import start_plans
+from .greedy import lowest_gap, size_order
 
 MAX_MOVES = 10_000_000     # a time-limited run stops here too; more iterations are refused
 

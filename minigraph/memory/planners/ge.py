@@ -15,7 +15,10 @@ GE's improvement [Huawei GE, §1.2]: level 1 reuses a block only for a tensor of
 the same size; level 2 sorts the blocks by size, largest first, and puts each at the
 lowest offset that is free for its whole lifetime, so smaller blocks stack inside larger
 ones whose lifetimes they miss. On the worked example [Huawei GE] that gives 4608 bytes, the
-theoretical minimum, where Max block needs 6656 and no reuse 8704.
+theoretical minimum, where Max block needs 6656 and no reuse 8704. Level 2 asks greedy.py's
+`PlacedBoxes` for the lowest offset free; this is "ge:textbook", and the registry's "ge"
+runs the same `ge_offsets` with the engine's faster boxes (`engine/heuristics.py`): the same
+offsets (tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ import heapq
 import math
 from collections.abc import Callable, Hashable, Sequence
 from itertools import accumulate
+from typing import Any
 
 from ..buffers import Buffer, Placement, align_up
 from . import blocks_to_offsets, register
-from .budget import NEVER, Deadline
-from .offset import box_index
+from .greedy import PlacedBoxes
 
 GE_ALIGN = 512
 LARGE_BLOCK = 8 * 1024 * 1024     # GE never merges away a range of >= 2 sizes this large
@@ -143,7 +146,7 @@ def plan_ge_hybrid(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN) -> P
     return a if a.arena_bytes <= b.arena_bytes else b
 
 
-@register("ge")
+@register("ge:textbook")
 def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool = True
             ) -> Placement:
     """GE's two-level reuse [Huawei GE, §1.2].
@@ -160,30 +163,36 @@ def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool
     at all of their steps: on long random problems that costs more than it saves (see
     benchmarks/plan_scaling.py, against greedy-size, which is level 2 alone).
     """
-    offsets, blocks = ge_offsets(buffers, alignment, holes)
-    return Placement.of(buffers, offsets, f"{sum(1 for b in buffers if b.size)} tensors -> "
-                        f"{len(blocks)} level-1 blocks", [[b.id for b in bl] for bl in blocks])
+    return two_level_placement(buffers, *ge_offsets(buffers, alignment, holes))
 
 
 def ge_offsets(buffers: Sequence[Buffer], alignment: int = GE_ALIGN, holes: bool = True,
-               deadline: Deadline = NEVER) -> tuple[dict[Hashable, int], list[list[Buffer]]]:
-    """The two levels of `plan_ge`: offsets by id and the level-1 blocks (past
-    `deadline`: OutOfTime)."""
+               index: Callable[..., Any] = PlacedBoxes
+               ) -> tuple[dict[Hashable, int], list[list[Buffer]]]:
+    """The two levels of `plan_ge`: offsets by id and the level-1 blocks. Level 2 asks
+    greedy.py's question, "the lowest offset free at these steps", of `index` (made from
+    every block's spans and sizes; a block of k tensors is k boxes at one offset)."""
     blocks = [bl for bl in reuse_blocks(buffers, lambda b: b.size) if bl[0].size]
     spans = [[(b.start, b.end) for b in bl] if holes else
              [(bl[0].start, max(b.end for b in bl))] for bl in blocks]
     size = [align_up(bl[0].size, alignment) for bl in blocks]
     order = sorted(range(len(blocks)), key=lambda k: (-size[k], blocks[k][0].start, k))
-    index = box_index([span for sp in spans for span in sp],
-                      [size[k] for k, sp in enumerate(spans) for _ in sp])
-    # block k's spans are numbers first[k] .. first[k + 1] - 1 in the index
+    boxes = index([span for sp in spans for span in sp],
+                  [size[k] for k, sp in enumerate(spans) for _ in sp])
+    # block k's boxes are numbers first[k] .. first[k + 1] - 1
     first = list(accumulate((len(sp) for sp in spans), initial=0))
     offsets: dict[Hashable, int] = {b.id: 0 for b in buffers}
     for k in order:
-        deadline.check("ge")
         numbers = range(first[k], first[k + 1])
-        off = index.lowest(numbers, size[k])
-        index.add(numbers, off)
+        off = boxes.lowest(numbers, size[k])
+        boxes.add(numbers, off)
         for b in blocks[k]:
             offsets[b.id] = off
     return offsets, blocks
+
+
+def two_level_placement(buffers: Sequence[Buffer], offsets: dict[Hashable, int],
+                        blocks: list[list[Buffer]]) -> Placement:
+    """The placement of `ge_offsets`, its level-1 blocks listed and counted in the note."""
+    return Placement.of(buffers, offsets, f"{sum(1 for b in buffers if b.size)} tensors -> "
+                        f"{len(blocks)} level-1 blocks", [[b.id for b in bl] for bl in blocks])

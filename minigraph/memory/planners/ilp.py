@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -32,10 +31,9 @@ import numpy as np
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, arena_size, theoretical_minimum, validate_offsets
 from . import register
-from .anneal import overlap_lists
-from .budget import NEVER, Deadline, OutOfTime, check_time_limit
-from .ge import ge_offsets
-from .offset import start_plans
+from .anneal import overlap_lists, overlapping_pairs
+from .engine.budget import NEVER, Deadline, OutOfTime, check_time_limit
+from .engine.heuristics import ge_offsets, start_plans
 
 MAX_PAIRS = 200_000        # above this the model is too big to build; keep the heuristic
 MAX_CUT_TERMS = 500_000    # clique cuts are left out when they would be larger than this
@@ -93,7 +91,7 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
     if upper <= lower:
         return Placement.of(buffers, offsets, f"optimal ({h_name} meets the theoretical "
                             "minimum)")
-    n_pairs = count_overlapping_pairs(items)
+    n_pairs = overlapping_pairs(items)
     if n_pairs > MAX_PAIRS:
         return Placement.of(buffers, offsets, f"ilp skipped ({n_pairs} pairs > "
                             f"{MAX_PAIRS}); {h_name}: {gap_note(upper, lower)}")
@@ -131,15 +129,6 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
     note = "optimal" if proved or arena <= bound else gap_note(arena, bound)
     return Placement.of(buffers, offsets, note + f" (ilp, {len(pairs)} pairs, "
                         f"{time.perf_counter() - t0:.2f} s)")
-
-
-def count_overlapping_pairs(items: Sequence[Buffer]) -> int:
-    """How many pairs of buffers are alive at a common step, in O(n log n): all pairs
-    less those where one ends before the other starts."""
-    ends = sorted(b.end for b in items)
-    apart = sum(bisect_left(ends, b.start) for b in items)
-    n = len(items)
-    return n * (n - 1) // 2 - apart
 
 
 def checked_plan(items: Sequence[Buffer], pairs: list[tuple[int, int]], x: np.ndarray

@@ -56,7 +56,7 @@ from ..liveness import check_schedule, liveness
 from ..orders import ORDERS
 from ..topo import BEST_OF
 from . import JOINT_PLANNERS
-from .budget import Deadline, OutOfTime, check_time_limit
+from .engine.budget import Deadline, OutOfTime, check_time_limit
 from .ilp import Rows, gap_note, heuristics, stack_by_orders
 
 MAX_NODES = 40          # "a few dozen": n^2 schedule binaries, pairs x steps constraints

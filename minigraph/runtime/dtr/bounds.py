@@ -10,19 +10,27 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...errors import BudgetError
 from .allocator import FirstFitArena
+from .states import EVI, EXT, FREED, NEW, RES
 
-# A tensor's state in a run (the runtime's, runtime.py): not yet computed, resident,
-# evicted (or fake-deleted: bytes released, metadata kept), freed for good, outside the arena
-NEW, RES, EVI, FREED, EXT = range(5)
-STATE_NAMES = ("new", "resident", "evicted", "freed", "external")
 
-if TYPE_CHECKING:
-    from .program import Program
+class ProgramData(Protocol):
+    """What the walks below read of a `Program` (program.py), which imports this module
+    for `Program.bounds()`: named here rather than imported, so the two form no cycle."""
+    name: str
+    tensors: Sequence[Any]
+    ops: Sequence[Any]
+    steps: Sequence[tuple[str, int]]
+    arena: Sequence[bool]
+    replayable: Sequence[bool]
+    external_bytes: int
+
+    def bounds(self) -> Bounds: ...
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ def budget_ratio(ratio: Any) -> float:
     raise BudgetError(f"a DTR budget ratio is a finite number > 0, not {ratio!r}")
 
 
-def check_budget(program: Program, budget: int) -> None:
+def check_budget(program: ProgramData, budget: int) -> None:
     """BudgetError unless `budget` is at least the program's `Bounds.lower`."""
     b = program.bounds()
     if budget < b.lower:
@@ -107,7 +115,7 @@ def check_budget(program: Program, budget: int) -> None:
             f"evicted)", minimum=b.lower)
 
 
-def program_bounds(p: Program) -> tuple[Bounds, list[list[int]], list[int]]:
+def program_bounds(p: ProgramData) -> tuple[Bounds, list[list[int]], list[int]]:
     """The `Bounds` of `p`, the order in which each op's inputs are made resident, and the
     order of the final "get" steps (both as `safe` assumes them; the runtime follows them).
 
@@ -124,12 +132,12 @@ def program_bounds(p: Program) -> tuple[Bounds, list[list[int]], list[int]]:
     return Bounds(lower, max(safe, lower), peak, p.external_bytes, live_peak(p)), order, gets
 
 
-def _pinned_total(p: Program) -> int:
+def _pinned_total(p: ProgramData) -> int:
     """Arena bytes that can never be evicted (outputs of stateful ops, a trace's constants)."""
     return sum(t.size for k, t in enumerate(p.tensors) if p.arena[k] and not p.replayable[k])
 
 
-def _pinned_before(p: Program) -> list[int]:
+def _pinned_before(p: ProgramData) -> list[int]:
     """Per op: the never-evicted arena bytes made by it and the ops before it (a trace's
     constant is there only from its own line)."""
     out, total = [], 0
@@ -140,7 +148,7 @@ def _pinned_before(p: Program) -> list[int]:
     return out
 
 
-def _op_bounds(p: Program) -> tuple[int, int, list[list[int]], list[int]]:
+def _op_bounds(p: ProgramData) -> tuple[int, int, list[list[int]], list[int]]:
     """lower and safe over the ops, each op's input order, and R per op."""
     arena, size, replayable = p.arena, [t.size for t in p.tensors], p.replayable
     pinned_before = _pinned_before(p)
@@ -169,7 +177,7 @@ def _op_bounds(p: Program) -> tuple[int, int, list[list[int]], list[int]]:
     return lower, safe, order, R
 
 
-def _get_bounds(p: Program, R: list[int], lower: int, safe: int) -> tuple[list[int], int, int]:
+def _get_bounds(p: ProgramData, R: list[int], lower: int, safe: int) -> tuple[list[int], int, int]:
     """"get" steps (a trace's outputs) are made resident one after the other and stay
     pinned: they are fetched in the same order as an op's inputs."""
     size, pinned_total = [t.size for t in p.tensors], _pinned_total(p)
@@ -185,7 +193,7 @@ def _get_bounds(p: Program, R: list[int], lower: int, safe: int) -> tuple[list[i
     return gets, max(lower, prefix), max(safe, prefix + pinned_total)
 
 
-def live_peak(p: Program) -> int:
+def live_peak(p: ProgramData) -> int:
     """The largest sum of live planned bytes plus the running op's workspace (= the
     liveness theoretical minimum of `minigraph.memory` when no op declares workspace):
     the no-rematerialisation peak with an ideal allocator, <= `peak`."""
@@ -205,7 +213,7 @@ def live_peak(p: Program) -> int:
     return best
 
 
-def no_evict_peak(p: Program, capacity: int) -> int:
+def no_evict_peak(p: ProgramData, capacity: int) -> int:
     """The highest address the runtime's first-fit arena reaches in a run that never
     evicts (`capacity` large enough): the runtime's own allocations, in its order.
 
@@ -232,7 +240,7 @@ def no_evict_peak(p: Program, capacity: int) -> int:
     return arena.high_water
 
 
-def _no_evict_call(p: Program, k: int, arena: FirstFitArena, state: list[int],
+def _no_evict_call(p: ProgramData, k: int, arena: FirstFitArena, state: list[int],
                    addr: list[int], hold: list[int], dead: list[bool]) -> None:
     op = p.ops[k]
     placed = []
@@ -254,7 +262,7 @@ def _no_evict_call(p: Program, k: int, arena: FirstFitArena, state: list[int],
             _free(p, o, arena, state, addr, hold, dead)
 
 
-def _free(p: Program, t: int, arena: FirstFitArena, state: list[int], addr: list[int],
+def _free(p: ProgramData, t: int, arena: FirstFitArena, state: list[int], addr: list[int],
           hold: list[int], dead: list[bool]) -> None:
     """Free t for good, then every dead tensor it was the last to hold (the runtime's
     `_free`)."""

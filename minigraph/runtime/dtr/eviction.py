@@ -8,9 +8,10 @@ tensors to evict. The rules, in the order they apply:
   outputs of the running op) are offered, flagged, but never taken.
 * **dead first**: a dead tensor (its last reader ran) kept resident after a
   rematerialisation goes before any live one (`DTROptions.dead_first`; the DTR authors'
-  simulator scores it like the others, under rules of its own: storages.py).
+  simulator scores it like the others, under rules of its own: simrd.py).
 * **protected last**: the inputs that waiting ops still need are offered only when
-  nothing else can go (evicting one only to fetch it back is the first step of thrashing).
+  nothing else can go (evicting one only to fetch it back is the first step of thrashing;
+  `DTROptions.protect`).
 * **sampling**: with `sample`, a seeded random sample of the candidates first, the whole
   set if the sample gives nothing.
 * **score**: the runtime's `choose_victim` hook picks one; by default the lowest heuristic
@@ -29,7 +30,6 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .bounds import RES
 from .heuristics import TensorView, dtr, dtr_live, dtr_local
 from .neighborhood import (
     DSU,
@@ -38,6 +38,7 @@ from .neighborhood import (
     evicted_up,
     live_evicted_region,
 )
+from .states import RES
 
 
 def choose_victims(rt: Any, need: int) -> list[int]:
@@ -55,8 +56,9 @@ def choose_victims(rt: Any, need: int) -> list[int]:
         if v is not None:
             return [v.index]
     pool = rt.candidates.sampled()
+    passes = (True, False) if rt.options.protect else (False,)
     for offered in ((pool, cands) if pool is not cands else (pool,)):
-        for strict in (True, False):
+        for strict in passes:
             v = rt.choose_victim([view(t, now) for t in offered
                                   if not (strict and protect[t] and not pins[t])], need)
             if v is not None:

@@ -35,7 +35,11 @@ class DTROptions:
     left to evict; "never" only evicts. `dead_first`: a dead tensor kept after a
     rematerialisation is evicted before any live one; False scores it like any other
     (so does the DTR authors' simulator [Kirisame 2021], whose other rules differ too:
-    `DTROptions.simrd()`). `sample`: False, True for ~sqrt(N)
+    `DTROptions.simrd()`). `protect`: the inputs that ops waiting below a recomputation
+    still need are evicted only when nothing else can go; False offers them like any
+    other. `relief`: when nothing can be evicted, let go of the inputs that those waiting
+    ops have pinned (they are fetched again when those ops resume); False stops with
+    BudgetError at once, as minimal.py does. `sample`: False, True for ~sqrt(N)
     candidates at seeded random strides, or a count; `seed` seeds it. `thrash_limit`: stop
     with ThrashError when rematerialisation costs more than this many times the base
     cost. `timeline`: record (clock, bytes in use) after every op. `select`: a function
@@ -44,8 +48,8 @@ class DTROptions:
     per byte) places cheap tensors from the bottom of the arena and the others from the
     top (allocator.py); `recomputable_inplace` lets an in-place capable op write its
     output over an input it is the last reader of, the input becoming evicted but
-    recomputable (inplace.py). `rules`: "minigraph" (runtime.py) or "simrd", the DTR
-    authors' simulator's rules over storages (storages.py; traces only; the options
+    recomputable (coop_inplace.py). `rules`: "minigraph" (runtime.py) or "simrd", the DTR
+    authors' simulator's rules over storages (simrd.py; traces only; the options
     above that simrd has no counterpart for are ignored): `DTROptions.simrd()`.
     """
     heuristic: Any = "dtr"
@@ -53,6 +57,8 @@ class DTROptions:
     allocator: str = "first-fit"
     defrag: str = "first"
     dead_first: bool = True
+    protect: bool = True
+    relief: bool = True
     sample: bool | int = False
     seed: int = 0
     thrash_limit: float = 10.0
@@ -65,7 +71,7 @@ class DTROptions:
     @classmethod
     def simrd(cls, heuristic: str = "dtr", **keywords: Any) -> DTROptions:
         """The option set that replays a trace as the DTR authors' simulator does
-        (simrd's RuntimeV2EagerOptimized [Kirisame 2021]; storages.py lists its rules):
+        (simrd's RuntimeV2EagerOptimized [Kirisame 2021]; simrd.py lists its rules):
         `heuristic` one of dtr, dtr-eqclass, dtr-local, lru, msps, size, scored as simrd
         scores them; no memory addresses, no dead-first rule."""
         base = dict(heuristic=heuristic, rules="simrd", allocator="ideal",

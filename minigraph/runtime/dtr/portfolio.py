@@ -30,14 +30,13 @@ import numpy as np
 
 from ...errors import BudgetError, ThrashError
 from ...graph import Graph
-from .executor import DTRExecutor
 from .heuristics import DTROptionError
+from .modes import DTRExecutor, simulate
 from .options import OPTION_NAMES, DTROptions
 from .program import CostSpec, Program, as_program, resolve_budget
 from .record import DTRTrace
 from .runtime import DTRRuntime
-from .storages import run_program
-from .trace import parse_trace
+from .simrd_log import parse_trace
 
 Candidate = tuple[str, DTROptions]
 
@@ -97,12 +96,12 @@ def _run(program: Program, budget: int, options: DTROptions,
     if best is not None and best.extra_cost <= 0:
         return None
     if best is None or best.base_cost <= 0:
-        return run_program(program, budget, options)
+        return simulate(program, budget, options=options)
     limit = best.extra_cost / best.base_cost * (1 + 1e-9)
     if limit >= options.thrash_limit:
-        return run_program(program, budget, options)
+        return simulate(program, budget, options=options)
     if options.rules != "minigraph":       # simrd's rules stop on cost only
-        return run_program(program, budget, options.replace(thrash_limit=limit))
+        return simulate(program, budget, options=options.replace(thrash_limit=limit))
     rt = DTRRuntime(program, budget, options=options.replace(thrash_limit=limit))
     # prune by cost only: the replay-count guard stays the candidate's own
     rt._limit_replays = options.thrash_limit * max(program.calls, 1) + 100

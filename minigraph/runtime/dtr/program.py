@@ -2,7 +2,7 @@
 
 A graph becomes a program by walking its schedule: one `call` per node, then a `release`
 for every tensor whose last reader that node was (the moment a static planner would free
-it). A trace in the DTR authors' JSON-lines format becomes one the same way (trace.py).
+it). A trace in the DTR authors' JSON-lines format becomes one the same way (simrd_log.py).
 The runtime only ever sees this plain data, so both sources run through the same code.
 
 What counts against the budget (the same split as `minigraph.memory`): the *planned*
@@ -25,7 +25,7 @@ the sum of live bytes, which ignores fragmentation; that one is `Bounds.live`). 
 therefore never evicts. `ratio_of="arena"` takes the ratio of the arena peak alone
 (activations, gradients, workspace): `arena budget = ratio * arena peak`.
 `ratio_of="baseline"` is the DTR authors' simulator's [Kirisame 2021]: ratio x (external +
-live bytes of the unbudgeted run); a trace's constants are in its arena (trace.py), and
+live bytes of the unbudgeted run); a trace's constants are in its arena (simrd_log.py), and
 `replay_trace` uses this one by default.
 """
 

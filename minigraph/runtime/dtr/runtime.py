@@ -22,16 +22,16 @@ Dynamic Tensor Rematerialization [Kirisame 2021], with MegEngine's bookkeeping
   may not fit although enough bytes are free (fragmentation): then more is evicted, or the
   arena is compacted (MegEngine's defragmentation, `DTROptions.defrag`, counted in
   `defrags`).
-* **in place**: DTR runs every op out of place (an input must stay intact: it may be needed
-  to recompute something), unless `recomputable_inplace` (Coop [Zhang 2023], inplace.py):
-  then an output may take the block of an input it is the last reader of, and that input
-  is marked evicted, recomputable. A stateful op writing over an *external* tensor
+* **in place**: DTR runs every op out of place (an input may be needed again to recompute
+  something), unless `recomputable_inplace` (Coop [Zhang 2023], coop_inplace.py): then an
+  output may take the block of an input it is the last reader of, and that input is
+  marked evicted, recomputable. A stateful op writing over an *external* tensor
   (`sgd_update` over the parameter) copies the old value aside first if something that
   may be recomputed reads it (outside the budget, `external_copy_bytes`).
 
-Tensor states: new (not computed yet), resident, evicted, freed, external (bounds.py).
-A real run and a simulated run with the same costs make the same decisions: the backend
-only executes kernels and moves bytes; everything else is here.
+Tensor states: states.py. A real run and a simulated run with the same costs make the
+same decisions: the backend only executes kernels and moves bytes; everything else is here.
+The textbook version of this loop, without the extras, is minimal.py.
 """
 
 from __future__ import annotations
@@ -41,13 +41,14 @@ from typing import Any
 
 from ...errors import BudgetError, MinigraphError, ThrashError
 from .allocator import make_arena
-from .bounds import EVI, EXT, FREED, NEW, RES, STATE_NAMES, budget_bytes, check_budget
+from .bounds import budget_bytes, check_budget
+from .coop_inplace import follow, overwritten, take_inputs
 from .eviction import Candidates, ScoreInputs, choose_victims, lowest_score
 from .heuristics import Heuristic, TensorView, get_heuristic
-from .inplace import follow, overwritten, take_inputs
 from .options import DTROptionError, DTROptions, dtr_options
 from .program import Program
 from .record import DTRTrace
+from .states import EVI, EXT, FREED, NEW, RES, STATE_NAMES
 
 
 class DTRError(MinigraphError, RuntimeError):
@@ -56,8 +57,7 @@ class DTRError(MinigraphError, RuntimeError):
 
 class DTRRuntime:
     """Runs a `Program` under `budget` bytes of arena with `DTROptions` (or their fields as
-    keywords; `heuristic` may come third). `backend` (real mode) runs kernels and moves
-    bytes; None simulates.
+    keywords; `heuristic` may come third); `backend` (real mode) runs kernels, None simulates.
 
     Candidate selection: `choose_victim(candidates, need)` returns the tensor to evict
     among the views of every resident, replayable tensor (pinned ones included, flagged
@@ -71,7 +71,7 @@ class DTRRuntime:
             keywords["heuristic"] = heuristic
         self.options = o = dtr_options(options, **keywords)
         if o.rules != "minigraph":
-            raise DTROptionError(f"DTRRuntime runs rules='minigraph'; run_program runs {o.rules!r}")
+            raise DTROptionError(f"DTRRuntime runs rules='minigraph'; simulate runs {o.rules!r}")
         self.program, self.budget, self.backend = program, budget_bytes(budget), backend
         self.heuristic: Heuristic = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
         self.arena = make_arena(o.allocator, o.partition, self.budget, program)
@@ -325,7 +325,7 @@ class DTRRuntime:
                 if free >= need and defrag != "never":
                     self._compact()
                     continue
-                if self._relieve():
+                if self.options.relief and self._relieve():
                     continue
                 self._stuck(need)
             tr.frag_samples.append(free / self.budget if self.budget else 0.0)

@@ -1,4 +1,4 @@
-"""Synthetic training traces in the DTR simulator's format (trace.py), written to exercise
+"""Synthetic training traces in the DTR simulator's format (simrd_log.py), written to exercise
 every instruction simrd replays [Kirisame 2021]: views (ALIAS), multi-output ops, MUTATE
 (gradient accumulation, and an optimizer's in-place update of a CONSTANT as `addcdiv_`),
 constants (parameters at the start, optimizer state appearing mid-run), COPY, COPY_FROM

@@ -1,6 +1,8 @@
 """The two modes of the DTR runtime: `simulate` (costs only) and `DTRExecutor` (kernels).
 
-Both build the same `Program` and run the same `DTRRuntime` with the same `DTROptions`;
+Both build the same `Program` and run the same `DTRRuntime` with the same `DTROptions`
+(`simulate` runs `SimrdRuntime` instead for `rules="simrd"`: the DTR authors' simulator's
+rules, simrd.py);
 real mode adds a backend that owns ONE arena of exactly `budget` bytes (NumPy or CuPy),
 makes every planned tensor a view at the offset the runtime's first-fit allocator gave it,
 runs kernels through the one kernel runner (`minigraph.runtime.kernels`), and carves
@@ -19,17 +21,16 @@ import numpy as np
 
 from ...backend import array_module, resolve_device, to_numpy, upload
 from ...errors import DeviceError
-from ...feeds import check_fits
+from ...feeds import check_feeds, check_fits, check_index_feed, index_feeds
 from ...graph import Graph
 from ...ops.registry import KernelContext
-from ..executor import check_feeds, check_index_feed, index_feeds
 from ..kernels import run_kernel
 from .bounds import check_budget
 from .options import DTROptionError, DTROptions, dtr_options
 from .program import CostSpec, Program, as_program, resolve_budget
 from .record import DTRTrace
 from .runtime import DTRRuntime
-from .storages import run_program
+from .simrd import SimrdRuntime
 
 
 class _ArenaContext(KernelContext):
@@ -168,10 +169,22 @@ def simulate(source: Graph | Program, budget: int | None = None, *,
     A graph becomes a program in `schedule` with tensors rounded up to `alignment` and
     `costs` ("flops", "unit", a mapping node -> cost, or a function). `options` (or their
     fields as keywords: `heuristic="lru"`) say how the runtime runs. Returns the
-    `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`."""
+    `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`.
+
+    The runtime: `DTRRuntime` (runtime.py), or with `rules="simrd"` (`DTROptions.simrd()`,
+    a trace's program only) `SimrdRuntime`, the DTR authors' simulator's rules (simrd.py).
+    The textbook version of the first, for reading: `minimal.py`."""
     program = as_program(source, schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
-    return run_program(program, b, dtr_options(options, **keywords))
+    options = dtr_options(options, **keywords)
+    if options.rules == "simrd":
+        return SimrdRuntime(program, b, options).run()
+    return DTRRuntime(program, b, options=options).run()
+
+
+def run_program(program: Program, budget: int, options: DTROptions) -> DTRTrace:
+    """`simulate(program, budget, options=options)`: a program, bytes of arena, options."""
+    return simulate(program, budget, options=options)
 
 
 class DTRExecutor:

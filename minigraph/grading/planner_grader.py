@@ -19,6 +19,10 @@ import numpy as np
 
 from ..errors import PlanError
 from ..memory.buffers import Buffer, arena_size, theoretical_minimum, validate_offsets
+from ..memory.liveness import liveness
+from ..memory.plan import MemoryPlan
+from ..memory.planners import PLANNERS, plan_buffers
+from ..runtime.executor import Executor
 from .cases import BufferCase, planner_cases, private_planner_cases
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
 from .runner import (
@@ -158,9 +162,6 @@ _keep_alive: dict[int, Any] = {}
 
 
 def _execute(case: BufferCase, offsets: dict, check: bool = True) -> dict[str, np.ndarray]:
-    from ..memory.liveness import liveness
-    from ..memory.plan import MemoryPlan
-    from ..runtime.executor import Executor
     live = liveness(case.graph, case.schedule, case.alignment)
     arena = arena_size(live.buffers(), offsets)
     plan = MemoryPlan(live, dict(offsets), arena, planner="student")
@@ -169,7 +170,6 @@ def _execute(case: BufferCase, offsets: dict, check: bool = True) -> dict[str, n
 
 
 def _reference_outputs(case: BufferCase) -> dict[str, np.ndarray]:
-    from ..runtime.executor import Executor
     key = f"{id(case.graph)}/{case.name}"
     _keep_alive[id(case.graph)] = case.graph   # so that no other graph reuses its id
     if key not in _unplanned_cache:
@@ -292,7 +292,6 @@ LEADERBOARD_BUDGET = 3.0   # seconds of one library planner over all cases
 
 
 def _plan_with_library(name: str, buffers: list[Buffer], alignment: int) -> dict:
-    from ..memory.planners import plan_buffers
     _, placement = plan_buffers(buffers, name, alignment, **LEADERBOARD_ARGS.get(name, {}))
     return placement.offsets
 
@@ -318,7 +317,6 @@ def _library_arena(name: str, case: BufferCase) -> int | None:
 
 
 def library_planners() -> list[str]:
-    from ..memory.planners import PLANNERS
     return sorted(PLANNERS)
 
 

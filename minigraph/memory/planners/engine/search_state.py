@@ -11,8 +11,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..buffers import Buffer
-from .anneal import overlap_lists
+from ...buffers import Buffer
+from ..anneal import overlap_lists
 from .budget import NEVER, Deadline
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .bounds import EVI, NEW, RES
+from .states import EVI, NEW, RES
 
 
 def take_inputs(rt: Any, k: int) -> dict[int, int]:

@@ -1,6 +1,6 @@
-"""Op traces in the JSON-lines format of the DTR authors' simulator (uwsampl/dtr-prototype,
-`simrd`), replayed through our runtime in simulated mode; and minigraph graphs written out
-in that format.
+"""The DTR authors' simulator's logs: op traces in the JSON-lines format of simrd
+(uwsampl/dtr-prototype), replayed through our runtime in simulated mode, and minigraph
+graphs written out in that format (not `minigraph.memory.online.trace`'s alloc/free events).
 
 One JSON object per line, keyed by "INSTRUCTION":
 
@@ -45,14 +45,15 @@ from typing import Any
 from ...errors import GraphError
 from ...graph import Graph
 from ...memory.buffers import align_up
-from .options import DTROptions, dtr_options
-from .program import CostSpec, OpSpec, Program, TensorSpec, node_costs, resolve_budget
+from ...memory.liveness import check_schedule
+from .modes import simulate
+from .options import DTROptions
+from .program import CostSpec, OpSpec, Program, TensorSpec, node_costs
 from .record import DTRTrace
-from .storages import run_program
 
 
-class TraceError(GraphError):
-    """A malformed line or an inconsistent instruction in a DTR simulator trace."""
+class SimrdLogError(GraphError):
+    """A malformed line or an inconsistent instruction in a simrd log (a DTR trace)."""
 
 
 def _lines(source: Any) -> tuple[str, list[tuple[int, dict]]]:
@@ -64,15 +65,15 @@ def _lines(source: Any) -> tuple[str, list[tuple[int, dict]]]:
         where = str(source)
         path = Path(source)
         if not where.strip():
-            raise TraceError("trace: the empty string is neither a trace nor a file's path")
+            raise SimrdLogError("trace: the empty string is neither a trace nor a file's path")
         if path.is_dir():
-            raise TraceError(f"trace {where}: is a directory, not a trace file")
+            raise SimrdLogError(f"trace {where}: is a directory, not a trace file")
         if not path.is_file():
-            raise TraceError(f"trace {where}: no such file")
+            raise SimrdLogError(f"trace {where}: no such file")
         try:
             text = path.read_text().splitlines()
         except (OSError, UnicodeDecodeError) as e:
-            raise TraceError(f"trace {where}: cannot be read ({e})") from None
+            raise SimrdLogError(f"trace {where}: cannot be read ({e})") from None
     elif isinstance(source, str):
         text = source.splitlines()
     elif isinstance(source, io.IOBase) or hasattr(source, "read"):
@@ -88,15 +89,15 @@ def _lines(source: Any) -> tuple[str, list[tuple[int, dict]]]:
             try:
                 line = json.loads(line)
             except json.JSONDecodeError as e:
-                raise TraceError(f"{where} line {k}: not JSON ({e}): {line[:80]}") from None
+                raise SimrdLogError(f"{where} line {k}: not JSON ({e}): {line[:80]}") from None
         if not isinstance(line, dict):
-            raise TraceError(f"{where} line {k}: a JSON {type(line).__name__}, not an "
+            raise SimrdLogError(f"{where} line {k}: a JSON {type(line).__name__}, not an "
                              f"object with an INSTRUCTION: {str(line)[:80]}")
         if "INSTRUCTION" not in line:
-            raise TraceError(f"{where} line {k}: no INSTRUCTION: {str(line)[:80]}")
+            raise SimrdLogError(f"{where} line {k}: no INSTRUCTION: {str(line)[:80]}")
         out.append((k, line))
     if not out:
-        raise TraceError(f"{where}: no instructions (an empty trace)")
+        raise SimrdLogError(f"{where}: no instructions (an empty trace)")
     return where, out
 
 
@@ -113,9 +114,9 @@ def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
     outside the arena). The program also records each tensor's storage (`storage`: the
     tensor a view aliases, else itself) and simrd's end-of-run order (`pin_order`)."""
     if outputs not in ("rematerialize", "ignore"):
-        raise TraceError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
+        raise SimrdLogError(f"outputs must be 'rematerialize' or 'ignore', not {outputs!r}")
     if constants not in CONSTANTS:
-        raise TraceError(f"constants must be 'inside' or 'outside', not {constants!r}")
+        raise SimrdLogError(f"constants must be 'inside' or 'outside', not {constants!r}")
     where, lines = _lines(source)
     starts = [k for k, (_, j) in enumerate(lines) if j["INSTRUCTION"] == "ANNOTATE"
               and j.get("ANNOTATION") == "START"]
@@ -123,8 +124,8 @@ def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
                           constants == "inside")
     try:
         reader.read()
-    except TraceError as e:
-        raise TraceError(f"{where} line {reader.line}: {e}") from None
+    except SimrdLogError as e:
+        raise SimrdLogError(f"{where} line {reader.line}: {e}") from None
     if outputs == "rematerialize":
         reader.get_outputs()
     program = Program(reader.tensors, reader.ops, reader.steps, name)
@@ -183,9 +184,9 @@ class _TraceReader:
                 if j.get("ANNOTATION") == "BACKWARD":
                     self.role = "backward"
             elif ins in ("MEMORY", "ALIAS"):
-                raise TraceError(f"{ins} line for {j.get('NAME')!r} outside a CALL or CONSTANT")
+                raise SimrdLogError(f"{ins} line for {j.get('NAME')!r} outside a CALL or CONSTANT")
             elif ins != "PIN":
-                raise TraceError(f"unknown INSTRUCTION {ins!r}")
+                raise SimrdLogError(f"unknown INSTRUCTION {ins!r}")
 
     def call(self, j: dict) -> None:
         """An op: its results, each with a MEMORY and an ALIAS line."""
@@ -197,10 +198,10 @@ class _TraceReader:
             mem = self.number(self.pop("MEMORY", r), "MEMORY", int)
             alias = self.number(self.pop("ALIAS", r), "ALIAS", int, low=-1)
             if r in self.binding:
-                raise TraceError(f"CALL {j['NAME']}: result {r!r} already exists")
+                raise SimrdLogError(f"CALL {j['NAME']}: result {r!r} already exists")
             if alias >= 0:
                 if alias >= len(args):
-                    raise TraceError(f"{r}: ALIAS {alias} but {j['NAME']} has "
+                    raise SimrdLogError(f"{r}: ALIAS {alias} but {j['NAME']} has "
                                      f"{len(args)} arguments")
                 t = self.new_tensor(r, 0, True, idx, self.root[args[alias]])
             else:
@@ -218,7 +219,7 @@ class _TraceReader:
         outs, olds = [], []
         for m in _field(j, "MUTATE", list):
             if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m < len(args):
-                raise TraceError(f"MUTATE {j['NAME']}: index {m!r} is not one of its "
+                raise SimrdLogError(f"MUTATE {j['NAME']}: index {m!r} is not one of its "
                                  f"{len(args)} arguments (0 to {len(args) - 1})")
             old = args[m]
             base = self.root[old]
@@ -243,7 +244,7 @@ class _TraceReader:
         output can never be evicted; outside, a 0-byte tensor given from the start."""
         mem = self.number(self.pop("MEMORY", name), "MEMORY", int)
         if name in self.binding:
-            raise TraceError(f"CONSTANT {name!r} already exists")
+            raise SimrdLogError(f"CONSTANT {name!r} already exists")
         if not self.inside:
             self.bind(name, self.new_tensor(name, 0, True, -1, None))
             return
@@ -313,12 +314,12 @@ class _TraceReader:
             if self.root[t] != t:
                 self.release(self.root[t], own=False)
         elif self.refs[t] < 0:
-            raise TraceError(f"tensor {self.tensors[t].name} released more often than "
+            raise SimrdLogError(f"tensor {self.tensors[t].name} released more often than "
                              f"referenced")
 
     def need(self, nm: str, where: str) -> int:
         if nm not in self.binding:
-            raise TraceError(f"{where}: unknown tensor {nm!r}")
+            raise SimrdLogError(f"{where}: unknown tensor {nm!r}")
         return self.binding[nm]
 
     def pop(self, kind: str, nm: str) -> dict:
@@ -328,11 +329,11 @@ class _TraceReader:
             self.line = self.numbers[k]
         if k >= len(lines) or lines[k]["INSTRUCTION"] != kind:
             got = lines[k]["INSTRUCTION"] if k < len(lines) else "the end"
-            raise TraceError(f"expected {kind} for {nm} after its CALL, got {got}")
+            raise SimrdLogError(f"expected {kind} for {nm} after its CALL, got {got}")
         j = lines[k]
         self.k += 1
         if j.get("NAME") != nm:
-            raise TraceError(f"{kind} line names {j.get('NAME')!r}, expected {nm!r}")
+            raise SimrdLogError(f"{kind} line names {j.get('NAME')!r}, expected {nm!r}")
         return j
 
     def cost(self, j: dict) -> float:
@@ -349,10 +350,10 @@ class _TraceReader:
         except (ValueError, OverflowError):
             x = None
         if x is None or x != x or x in (math.inf, -math.inf):
-            raise TraceError(f"{j['INSTRUCTION']} {j.get('NAME', '')}: {key} {v!r} is not "
+            raise SimrdLogError(f"{j['INSTRUCTION']} {j.get('NAME', '')}: {key} {v!r} is not "
                              f"{'an integer' if kind is int else 'a finite number'}")
         if x < low:
-            raise TraceError(f"{j['INSTRUCTION']} {j.get('NAME', '')}: {key} {v!r} is "
+            raise SimrdLogError(f"{j['INSTRUCTION']} {j.get('NAME', '')}: {key} {v!r} is "
                              f"below {low}")
         return x
 
@@ -367,9 +368,9 @@ class _TraceReader:
 
 def _field(j: dict, key: str, kind: type | tuple[type, ...]) -> Any:
     if key not in j:
-        raise TraceError(f"{j['INSTRUCTION']} line without {key!r}: {str(j)[:80]}")
+        raise SimrdLogError(f"{j['INSTRUCTION']} line without {key!r}: {str(j)[:80]}")
     if not isinstance(j[key], kind):
-        raise TraceError(f"{j['INSTRUCTION']}: {key} {j[key]!r} has the wrong type")
+        raise SimrdLogError(f"{j['INSTRUCTION']}: {key} {j[key]!r} has the wrong type")
     return j[key]
 
 
@@ -381,7 +382,7 @@ def _names(j: dict, key: str) -> list[str]:
     names = _field(j, key, list)
     bad = [x for x in names if not isinstance(x, str)]
     if bad:
-        raise TraceError(f"{j['INSTRUCTION']}: {key} holds {bad[0]!r}, not a tensor name")
+        raise SimrdLogError(f"{j['INSTRUCTION']}: {key} holds {bad[0]!r}, not a tensor name")
     return names
 
 
@@ -399,8 +400,8 @@ def replay_trace(source: Any, budget: int | None = None, *, ratio: float | None 
     keywords) as for `simulate`; `DTROptions.simrd()` replays it with simrd's rules."""
     program = source if isinstance(source, Program) else \
         parse_trace(source, alignment, constants=constants)
-    b = resolve_budget(program, budget, ratio, ratio_of)
-    return run_program(program, b, dtr_options(options, **keywords))
+    return simulate(program, budget, ratio=ratio, ratio_of=ratio_of, options=options,
+                    **keywords)
 
 
 def write_trace(graph: Graph, dest: Any = None, *, costs: CostSpec = "flops",
@@ -408,7 +409,6 @@ def write_trace(graph: Graph, dest: Any = None, *, costs: CostSpec = "flops",
     """`graph` as a DTR simulator trace (JSON lines); written to `dest` (a path or file)
     if given. Inputs, parameters and constants are CONSTANTs; every node is a CALL (TIME
     from `costs`); each tensor is RELEASEd after its last reader; graph outputs stay."""
-    from ...memory.liveness import check_schedule
     order = check_schedule(graph, schedule) if schedule is not None else \
         tuple(n.name for n in graph.nodes)
     cost = node_costs(graph, costs)

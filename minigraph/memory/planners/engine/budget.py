@@ -15,8 +15,8 @@ import time
 from collections.abc import Sequence
 from numbers import Real
 
-from ...errors import PlanError
-from ..buffers import Buffer
+from ....errors import PlanError
+from ...buffers import Buffer
 
 MAX_TIME_LIMIT = 7 * 24 * 3600.0     # a week: any longer limit is a typo, not a plan
 

@@ -30,8 +30,8 @@ where they differ from `DTRRuntime`'s (runtime.py, eviction.py):
   ancestors)/size; lru (last access); size.
 
 Regions and classes are maintained incrementally as simrd does (absorb at eviction,
-rebuild at rematerialisation); recursion is an explicit stack. `run_program` runs a
-program with `DTRRuntime` or, for `rules="simrd"`, with `SimrdRuntime`.
+rebuild at rematerialisation); recursion is an explicit stack. `simulate` (modes.py) runs
+`SimrdRuntime` when `options.rules == "simrd"`, `DTRRuntime` otherwise.
 """
 
 from __future__ import annotations
@@ -46,17 +46,8 @@ from .heuristics import DTROptionError
 from .options import DTROptions
 from .program import Program
 from .record import DTRTrace
-from .runtime import DTRRuntime
 
 SIMRD_SCORES = ("dtr", "dtr-eqclass", "dtr-local", "lru", "msps", "size")
-
-
-def run_program(program: Program, budget: int, options: DTROptions) -> DTRTrace:
-    """Run `program` under `budget` bytes with `options`: `SimrdRuntime` when
-    `options.rules == "simrd"`, else `DTRRuntime`."""
-    if options.rules == "simrd":
-        return SimrdRuntime(program, budget, options).run()
-    return DTRRuntime(program, budget, options=options).run()
 
 
 class _Region:

@@ -37,6 +37,12 @@ from ..errors import BudgetError, ThrashError
 from ..examples import linear_chain
 from ..feeds import random_feeds
 from ..graph import Graph
+from ..models import get_model
+from ..runtime.dtr import DTRRuntime, simulate
+from ..runtime.dtr.modes import ArrayBackend
+from ..runtime.dtr.program import as_program
+from ..runtime.executor import Executor
+from .cases import private_dir
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
 from .runner import Outcome, Remote, is_number, one_blas_thread, run_case, scaled
 
@@ -126,7 +132,6 @@ class HeuristicFault(Exception):
 
 
 def _guarded_runtime_class():
-    from ..runtime.dtr import DTRRuntime
 
     class GuardedRuntime(DTRRuntime):
         """DTR with the student's scores, through the runtime's public selection hook
@@ -209,7 +214,6 @@ def describe_budget(r: dict, ratio: float, ratio_of: str = RATIO_OF) -> str:
 def _program_of(graph: Graph, alignment: int, costs: str) -> Any:
     """The DTR program of a case's graph, built once per process (the child processes
     inherit it: the baselines are computed before any student run)."""
-    from ..runtime.dtr.program import as_program
     return as_program(graph, None, alignment, costs)
 
 
@@ -261,7 +265,6 @@ class ReplayFault(Exception):
 
 
 def _replay_runtime_class():
-    from ..runtime.dtr import DTRRuntime
 
     class ReplayRuntime(DTRRuntime):
         """DTR evicting exactly the recorded choices, in order: each must be one of the
@@ -296,7 +299,6 @@ def replay_choices(case: HeuristicCase, choices: Any,
     """Run the case's model for real (NumPy kernels) in THIS process, evicting what
     `choices` says; the trace's numbers (overhead, evictions, high-water mark, output
     digests) are the runtime's own, never the student's side's."""
-    from ..runtime.dtr.executor import ArrayBackend
     program = case_program(case)
     budget, clamped = budget_for(program, case.ratio, case.ratio_of)
     b = program.bounds()
@@ -352,7 +354,6 @@ def run_heuristic(fn: Callable, graph: Graph, ratio: float | None = None,
     the kernels for real, in a child process). `ratio` (default 0.5) is of the total
     peak, as in the grading, or of the arena peak with `ratio_of="arena"`; or give
     `budget` in bytes of arena."""
-    from ..runtime.dtr.program import as_program
     program = as_program(graph, None, alignment, costs)
     if budget is None:
         budget, _ = budget_for(program, 0.5 if ratio is None else ratio, ratio_of)
@@ -398,7 +399,6 @@ def _chain() -> Graph:
 def _model(name: str, kw: tuple) -> Any:
     """A zoo model, built once per process (graphs are immutable; results are cached
     per graph)."""
-    from ..models import get_model
     return get_model(name, **dict(kw))
 
 
@@ -408,11 +408,9 @@ def private_heuristic_cases(private: Any = None) -> list[HeuristicCase]:
     ratios of the total peak unless "ratio_of" is "arena")."""
     import json
 
-    from .cases import private_dir
     root, _ = private_dir(private)
     cases = []
     if root is not None and (root / "a3").is_dir():
-        from ..models import get_model
         for p in sorted((root / "a3").glob("*.json")):
             d = json.loads(p.read_text())
             m = get_model(d["model"], **d.get("kwargs", {}))
@@ -433,7 +431,6 @@ def baseline(name: str, case: HeuristicCase) -> float | None:
     key = (name, id(case.graph), case.ratio, case.ratio_of, case.alignment, case.costs)
     _keep_alive[id(case.graph)] = case.graph   # so that no other graph reuses its id
     if key not in _reference_cache:
-        from ..runtime.dtr import simulate
         program = case_program(case)
         budget, _ = budget_for(program, case.ratio, case.ratio_of)
         try:
@@ -449,7 +446,6 @@ def reference_digests(case: HeuristicCase) -> dict[str, str]:
     key = ("plain", id(case.graph))
     _keep_alive[id(case.graph)] = case.graph
     if key not in _reference_cache:
-        from ..runtime.executor import Executor
         _reference_cache[key] = _digests(Executor(case.graph, device="cpu").run(case.feeds()))
     return _reference_cache[key]
 

@@ -46,15 +46,16 @@ buffers) keeps the start plan, with a note that says so.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..buffers import Buffer, Placement, theoretical_minimum
-from . import register
+from ...buffers import Buffer, Placement, theoretical_minimum
+from .. import register
+from ..anneal import overlapping_pairs
 from .budget import Deadline, OutOfTime, check_count, check_time_limit
-from .offset import start_plans
+from .heuristics import start_plans
 from .search_rules import fits, independent_parts, initial_parts, open_node, open_part
 from .search_state import Node, Problem, Split, State, Strategy
 
@@ -334,12 +335,9 @@ def table_entries(items: Sequence[Buffer]) -> int:
     """Entries of the search's tables, counted in O(n log n) without building them: two
     per pair of buffers alive together (the overlap lists), one per buffer and section
     it lives in (the section members)."""
-    n = len(items)
-    ends = sorted(b.end for b in items)
-    pairs = n * (n - 1) // 2 - sum(bisect_left(ends, b.start) for b in items)
     cuts = sorted({b.start for b in items} | {b.end + 1 for b in items})
     spans = sum(bisect_right(cuts, b.end) - bisect_right(cuts, b.start) + 1 for b in items)
-    return 2 * pairs + spans
+    return 2 * overlapping_pairs(items) + spans
 
 
 def too_big(items: Sequence[Buffer], deadline: Deadline) -> None:
