@@ -7,8 +7,8 @@
 Each lesson names these modules; each is the plain version of one idea (the textbook tier),
 and where the engine room has a faster or larger twin the lesson names it too. The limits
 keep the path readable: the whole path under 4,000 lines, no file over 300 lines, and none
-of the NumPy index tricks the engine room uses (`searchsorted`, bit packing, `as_strided`,
-`np.add.at`...) on it.
+of the NumPy index tricks the engine room uses (`searchsorted`, `as_strided`, `np.add.at`,
+integers packed in arrays...) on it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ PATH = [
     ("02 liveness", ["minigraph/memory/liveness.py"]),
     ("03 in-place and refcount", ["minigraph/memory/inplace.py",
                                   "minigraph/memory/planners/basic.py"]),
-    ("04 colouring", ["minigraph/memory/coloring.py"]),
+    ("04 colouring", ["minigraph/memory/coloring.py", "minigraph/memory/safe_sharing.py"]),
     ("05 GE reuse", ["minigraph/memory/planners/ge.py"]),
     ("06 offset planning", ["minigraph/memory/planners/greedy.py",
                             "minigraph/memory/planners/bestfit.py",
@@ -40,10 +40,10 @@ PATH = [
                                    "minigraph/runtime/kernels.py"]),
 ]
 
-# What the engine room does for speed and a textbook module must not: sorted-array
-# searches, packed integers, strided views, unbuffered scatter-adds.
-TRICKS = re.compile(r"searchsorted|argsort|lexsort|<<|>>|as_strided|np\.add\.at|"
-                    r"bitwise_|packbits|np\.cumsum")
+# NumPy index tricks, which the engine room uses for speed and a textbook module must not:
+# sorted-array searches, strided views, unbuffered scatter-adds, integers packed in arrays.
+TRICKS = re.compile(r"searchsorted|argsort|lexsort|as_strided|np\.add\.at|np\.bitwise_|"
+                    r"packbits|np\.cumsum|np\.unique|np\.left_shift")
 
 
 def lines_of(path: str) -> int:

@@ -162,3 +162,22 @@ def test_every_import_inside_a_function_says_why() -> None:
                         "minigraph")) and "#" not in lines[n.lineno - 1]:
                     bad.append(f"{p.relative_to(PACKAGE.parent)}:{n.lineno}")
     assert not bad, bad
+
+
+def test_the_reading_path_is_short_plain_and_current_in_the_docs() -> None:
+    """benchmarks/reading_path.py: under 4,000 lines, no file over 300, no NumPy index
+    trick on it, and docs/ARCHITECTURE.md holds its table as printed now."""
+    sys.path.insert(0, str(PACKAGE.parent / "benchmarks"))
+    import reading_path
+    assert reading_path.problems() == []
+
+
+def test_every_lesson_names_the_textbook_modules_of_its_reading_path() -> None:
+    sys.path.insert(0, str(PACKAGE.parent / "benchmarks"))
+    import reading_path
+    lessons = PACKAGE.parent / "lessons" / "src"
+    missing = []
+    for lesson, modules in reading_path.PATH:
+        text = next(lessons.glob(f"{lesson[:2]}_*.py")).read_text()
+        missing += [(lesson, m) for m in modules if m not in text]
+    assert not missing, missing

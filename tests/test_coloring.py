@@ -16,10 +16,17 @@ import minigraph as mg
 import minigraph.models
 from minigraph import examples
 from minigraph.feeds import random_feeds
-from minigraph.memory import Buffer, color_nodes, coloring, tensor_colors, validate_offsets
-from minigraph.memory.coloring import COLORINGS, nnvm_best_path, safe_ends
+from minigraph.memory import (
+    Buffer,
+    color_nodes,
+    safe_sharing,
+    tensor_colors,
+    validate_offsets,
+)
+from minigraph.memory.coloring import COLORINGS, nnvm_best_path
 from minigraph.memory.inplace import merge_inplace
 from minigraph.memory.planners import plan_buffers
+from minigraph.memory.safe_sharing import safe_ends
 
 
 def _is_path(graph: mg.Graph, nodes: list[str]) -> bool:
@@ -282,9 +289,9 @@ def test_the_proven_bound_alone_is_safe(monkeypatch):
     ends = safe_ends(g, live)
     assert ends == {"b0_mm": 5, "b0_0": 5, "b0_1": 6, "b1_mm": 4, "b1_0": 5, "b1_1": 6,
                     "join": 7}
-    monkeypatch.setattr(coloring, "SAFE_ROUNDS", 0)
+    monkeypatch.setattr(safe_sharing, "SAFE_ROUNDS", 0)
     bufs = live.buffers()
-    _, placement = coloring.stretch_rounds(g, live, bufs, {b.id: b.id for b in bufs}, [],
+    _, placement = safe_sharing.stretch_rounds(g, live, bufs, {b.id: b.id for b in bufs}, [],
                                            "refcount", 1, None)
     assert placement.note == "safe after 1 round(s), proven bound"
     assert placement.arena_bytes == 10240
@@ -301,7 +308,7 @@ def test_safe_classes_by_hand_on_two_branches():
     g = examples.branchy(branches=2, depth=2)
     live = mg.liveness(g, alignment=1)
     bufs = live.buffers()
-    split = coloring.safe_classes(g, live, bufs, {b.id: b.id for b in bufs})
+    split = safe_sharing.safe_classes(g, live, bufs, {b.id: b.id for b in bufs})
     assert {b.id: b.color for b in split} == {"b0_mm": 0, "b0_0": 0, "b0_1": 0, "join": 0,
                                              "b1_mm": 1, "b1_0": 1, "b1_1": 1}
     assert plan_buffers(split, "refcount", 1)[1].arena_bytes == 8192
@@ -312,7 +319,7 @@ def test_safe_classes_by_hand_on_two_branches():
     assert (report.arena_bytes, report.plan.note) == (16384, "safe by 4 class(es)")
     live4 = mg.liveness(g4, alignment=1)
     bufs4 = live4.buffers()
-    _, rounds = coloring.stretch_rounds(g4, live4, bufs4, {b.id: b.id for b in bufs4}, [],
+    _, rounds = safe_sharing.stretch_rounds(g4, live4, bufs4, {b.id: b.id for b in bufs4}, [],
                                         "refcount", 1, None)
     assert rounds.arena_bytes == 11 * 2048
 
@@ -404,7 +411,7 @@ def test_safe_classes_have_no_parallel_hazard(seed, n_ops, train, inplace, k):
     opts = mg.MemoryOptions(planner="bestfit", alignment=1, inplace=inplace, colors=k,
                             safe=True)
     bufs, group, pairs, colors = mg.memory.planning_buffers(g, live, opts)
-    _, placement = plan_buffers(coloring.safe_classes(g, live, bufs, group), "bestfit", 1)
+    _, placement = plan_buffers(safe_sharing.safe_classes(g, live, bufs, group), "bestfit", 1)
     offsets = {t: placement.offsets[gid] for t, gid in group.items()}
     plan = mg.MemoryPlan(live, offsets, placement.arena_bytes, pairs, "bestfit", "", colors,
                          g, opts.inplace_rule)

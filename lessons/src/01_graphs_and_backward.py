@@ -8,8 +8,11 @@
 # is visible before anything runs.
 #
 # **Source.** MXNet's memory design note [Chen 2016]: the backward pass as an explicit graph,
-# gradient aggregation by one summation node instead of split layers. The code:
-# `minigraph/graph.py`, `minigraph/autodiff.py`, each op's `grad=` rule in `minigraph/ops/`.
+# gradient aggregation by one summation node instead of split layers. The code, in this
+# order: `minigraph/tensor.py` (building with symbolic tensors), `minigraph/graph.py` (the
+# frozen graph), `minigraph/ops/registry.py` (what an op is: shape rule, kernel, gradient
+# rule) with each op's `grad=` rule in `minigraph/ops/`, and `minigraph/autodiff.py` (the
+# gradient pass).
 
 # %%
 import sys

@@ -7,8 +7,8 @@
 #
 # **Source.** MXNet's memory note [Chen 2016], "Memory Allocation for Parallel Operations", "Be
 # Correct and Safe First" and "Try to Allow More Parallelization"; nnvm's memory pass
-# [NNVM 2016] for section 5. The code is
-# `minigraph/memory/coloring.py` and `MemoryPlan.parallel_hazards` in
+# [NNVM 2016] for section 5. The code is `minigraph/memory/coloring.py` (the colourings),
+# `minigraph/memory/safe_sharing.py` (safe mode) and `MemoryPlan.parallel_hazards` in
 # `minigraph/memory/plan.py`; read them beside this lesson.
 
 # %%

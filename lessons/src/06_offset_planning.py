@@ -11,11 +11,13 @@
 # its picture of "offset lines", MODeL's [Steiner 2023] and ROAM's [Shu 2023] ILP for the memory
 # layout and their program that chooses the order and the layout together (section 6),
 # DSA-SA's simulated annealing over the allocation order [Imanishi 2024]. The code to read
-# beside this lesson, in `minigraph/memory/planners/`: `greedy.py` (greedy by size and its
-# lowest-gap rule), `bestfit.py` (the skyline of offset lines), `anneal.py` and `ilp.py`.
+# beside this lesson: `minigraph/memory/planners/greedy.py` (greedy by size and its
+# lowest-gap rule), `minigraph/memory/planners/bestfit.py` (the skyline of offset lines),
+# `minigraph/memory/planners/anneal.py` and `minigraph/memory/planners/ilp.py`.
 # The planners "greedy-size" and "bestfit" run the same loops with faster indexes behind
-# them (`engine/boxes.py`, `engine/skyline.py`), which change how fast a gap or a buffer is
-# found, never which: "greedy-size:textbook" and "bestfit:textbook" give the same plans.
+# them (`planners/engine/boxes.py`, `planners/engine/skyline.py`), which change how fast a
+# gap or a buffer is found, never which: "greedy-size:textbook" and "bestfit:textbook" give
+# the same plans.
 # The engine room also holds `engine/search.py`, a branch and bound that looks for the
 # smallest arena and, when it finishes within its limits, proves it [Moffitt 2023]. Every
 # planner has one signature: `planner(buffers, *, options) -> Placement`.

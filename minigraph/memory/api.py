@@ -19,13 +19,14 @@ import numpy as np
 from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, arena_size, theoretical_minimum
-from .coloring import check_coloring, safe_pairs, safe_placement, tensor_colors
+from .coloring import check_coloring, tensor_colors
 from .inplace import INPLACE_RULES, inplace_pairs, merge_inplace
 from .liveness import Liveness, liveness
 from .orders import ORDERS, schedule
 from .plan import MemoryPlan
 from .planners import JOINT_PLANNERS, plan_buffers
 from .planners.joint import plan_jointly
+from .safe_sharing import safe_pairs, safe_placement
 
 
 @dataclass(frozen=True)
