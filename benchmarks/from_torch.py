@@ -3,6 +3,14 @@ PyTorch's own measured peak for the same step where a GPU is there to measure it
 
     python benchmarks/from_torch.py           # ResNet-18 (224 px, width 64) and GPT-2 small's block
     python benchmarks/from_torch.py --quick   # the small configurations the tests use
+    python benchmarks/from_torch.py --architectures [--only lenet,unet]   # the table below only
+
+Then one table over the twelve architectures users bring (`minigraph.fromtorch.
+architectures`: LeNet, a MobileNetV2 block, a ViT, nanoGPT, a BERT layer, a U-Net, an
+MLP-Mixer, a GroupNorm CNN, a text classifier, an LSTM, a TransformerEncoderLayer, a Conv1d
+network): for each, the ATen nodes of its joint graph, how many mapped to minigraph ops,
+how many stayed opaque, and the planned bytes of each technique (in-place on where the row
+says so).
 
 For each model: the imported training graph (forward and backward from PyTorch's joint
 graph [Ansel 2024], plus the SGD update), what the import kept and lost, then one row per
@@ -31,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minigraph.experiments.techniques import dtr_row, technique_rows  # noqa: E402
 from minigraph.fromtorch import from_torch  # noqa: E402
+from minigraph.fromtorch.architectures import ARCHITECTURES, architecture  # noqa: E402
 from minigraph.fromtorch.zoo import GPT2_SMALL, torch_model  # noqa: E402
 from minigraph.graph import fmt_bytes  # noqa: E402
 from minigraph.memory import MemoryOptions  # noqa: E402
@@ -127,12 +136,42 @@ def bench(name: str, config: dict, time_limit: float) -> None:
               f"the parameters in place; the imported step writes new ones, unplanned)\n")
 
 
-def main() -> int:
+def architectures_table(names: list[str], time_limit: float) -> list[dict]:
+    """Import each architecture and plan it with every technique; print one Markdown row
+    per architecture and return the rows (name, ATen nodes, mapped, opaque, bytes)."""
+    out = []
+    for name in names:
+        case = architecture(name)
+        model = from_torch(case.module, case.example_inputs, case.loss_fn,
+                           targets=case.targets, name=name)
+        rep = model.report
+        rows = technique_rows(model.graph, time_limit=time_limit, alignment=ALIGNMENT)
+        if not out:
+            labels = [r.label for r in rows]
+            print("| architecture | ATen nodes | mapped | opaque | "
+                  + " | ".join(labels) + " |")
+            print("|---|---:|---:|---:|" + "---:|" * len(labels))
+        planned = {r.label: (r.report.arena_bytes if r.report else None) for r in rows}
+        out.append({"name": name, "aten": rep.aten_nodes, "mapped": sum(rep.mapped.values()),
+                    "opaque": len(rep.opaque), "bytes": planned})
+        cells = [fmt_bytes(b) if b is not None else "-" for b in planned.values()]
+        print(f"| {name} | {rep.aten_nodes} | {sum(rep.mapped.values())} | {len(rep.opaque)} | "
+              + " | ".join(cells) + " |")
+    print("\nplanned bytes: the arena of the planned tensors (activations and gradients, "
+          f"{ALIGNMENT}-byte alignment); '-' is a planner skipped at this size.\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the small configurations")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="seconds for each searching planner (default 2, --quick 0.3)")
-    args = ap.parse_args()
+    ap.add_argument("--architectures", action="store_true",
+                    help="only the table of the twelve architectures")
+    ap.add_argument("--only", default=",".join(ARCHITECTURES),
+                    help="comma-separated architectures for the table (default: all)")
+    args = ap.parse_args(argv)
     try:
         import torch
     except ImportError:
@@ -141,8 +180,11 @@ def main() -> int:
     limit = args.time_limit or (0.3 if args.quick else 2.0)
     print(f"torch {torch.__version__}, CUDA {'yes' if torch.cuda.is_available() else 'no'}; "
           f"alignment {ALIGNMENT} B; searching planners {limit} s each\n")
-    for name, config in (QUICK if args.quick else FULL):
-        bench(name, config, limit)
+    if not args.architectures:
+        for name, config in (QUICK if args.quick else FULL):
+            bench(name, config, limit)
+    print("### the architectures users bring (float32, batch 2)\n")
+    architectures_table([n for n in args.only.split(",") if n], 0.05 if args.quick else limit)
     return 0
 
 

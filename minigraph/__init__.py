@@ -11,6 +11,7 @@ from .autodiff import grad, training_graph  # noqa: F401
 from .backend import gpu_available  # noqa: F401
 from .errors import (  # noqa: F401
     AllocationError,
+    ArgumentError,
     BudgetError,
     CycleError,
     DeviceError,
@@ -22,6 +23,7 @@ from .errors import (  # noqa: F401
     PlanError,
     ShapeError,
     ThrashError,
+    TimeLimitError,
     UnknownOpError,
 )
 from .feeds import init_params, random_feeds  # noqa: F401

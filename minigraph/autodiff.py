@@ -8,11 +8,13 @@ aggregation node (`add_n`) - never by a split layer in the forward pass [Chen 20
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import GradError
+from .errors import ArgumentError, GradError
 from .graph import Call, Graph, Tensor, constant, node_role
 from .ops.elementwise import add_n
 from .ops.registry import get_op
@@ -48,6 +50,9 @@ def grad(loss: Tensor, wrt: Sequence[Tensor]) -> list[Tensor]:
         if np.dtype(w.dtype).kind != "f":
             raise GradError(f"grad: {w.name} has dtype {w.dtype}; only floating tensors "
                             "have gradients")
+    if not wrt:
+        raise GradError(f"grad: no tensors to differentiate {loss.name} with respect to "
+                        "(wrt is empty)")
     calls, depends = _calls_between(loss, wrt)
     if id(loss) not in depends:
         raise GradError(f"grad: {loss.name} does not depend on "
@@ -93,8 +98,15 @@ def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
     """Forward + explicit backward + SGD update nodes (`W_new = W - lr*dW`) as one graph.
 
     Each update runs after every other reader of its parameter, forward or backward,
-    because it overwrites the parameter in place.
+    because it overwrites the parameter in place. `lr` must be a finite number and
+    `params` not empty (ArgumentError, GradError).
     """
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not math.isfinite(lr):
+        raise ArgumentError(f"training_graph: lr (the learning rate) must be a finite "
+                            f"number, not {lr!r}")
+    if not params:
+        raise GradError(f"training_graph: no parameters to update: params is empty (the "
+                        f"loss {getattr(loss, 'name', loss)!r} needs at least one mg.param)")
     grads = grad(loss, params)
     updates = sgd_updates(loss, params, grads, lr)
     return Graph([loss, *updates], name=name)

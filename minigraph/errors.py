@@ -15,6 +15,11 @@ class DTypeError(MinigraphError, TypeError):
     """Operand dtypes do not fit the op's dtype rule."""
 
 
+class ArgumentError(MinigraphError, ValueError):
+    """An argument of the wrong type or range (dropout's p, a learning rate); names the
+    argument, the function and the value."""
+
+
 class GraphError(MinigraphError, ValueError):
     """The graph is malformed: duplicate names, dangling tensors, unknown nodes."""
 
@@ -57,6 +62,10 @@ class BudgetError(MinigraphError, ValueError):
 
 class ThrashError(MinigraphError, RuntimeError):
     """DTR recomputation exceeded its limit (it would thrash rather than finish)."""
+
+
+class TimeLimitError(MinigraphError, TimeoutError):
+    """A search ran out of its time limit before it had any answer; names the limit."""
 
 
 class DeviceError(MinigraphError, RuntimeError):

@@ -226,3 +226,11 @@ def fmt_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1024
     return f"{n:.2f} GiB"
+
+
+def as_graph(obj: object) -> object:
+    """A model's graph (a zoo `Model`, an imported `TorchModel`: anything whose `.graph` is
+    a Graph), else `obj` as it is: the entry points that take a graph call this first, so
+    that `plan_memory(model)` works as `plan_memory(model.graph)`."""
+    g = getattr(obj, "graph", None)
+    return g if isinstance(g, Graph) and not isinstance(obj, Graph) else obj

@@ -107,7 +107,13 @@ def check_plain_data(nodes: list[Node], tensors: Mapping[str, TensorInfo]) -> No
 
 def toposort(nodes: list[Node], tensors: Mapping[str, TensorInfo]) -> list[Node]:
     """Kahn's algorithm, ties broken by the given order; names the cycle if there is one."""
-    by_name = {n.name: n for n in nodes}
+    by_name: dict[str, Node] = {}
+    for k, n in enumerate(nodes):
+        if n.name in by_name:
+            first = next(j for j, m in enumerate(nodes) if m.name == n.name)
+            raise GraphError(f"two nodes are named {n.name!r} (nodes #{first} and #{k}); "
+                             "each node needs a name of its own")
+        by_name[n.name] = n
     producer = {}
     for n in nodes:
         for o in n.outputs:

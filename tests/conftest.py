@@ -43,6 +43,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # With pytest-xdist (`-n 2 --dist loadgroup`, as .ci/run runs the suite), everything that
+    # starts Jupyter kernels in a browser or a notebook runs in one worker, one at a time
+    # (kernels started side by side on a loaded machine have been shut down by JupyterLab),
+    # and the nbgrader course round in another; the rest is shared out.
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if path.endswith("test_nbgrader.py"):
+            item.add_marker(pytest.mark.xdist_group("nbgrader"))
+        elif path.endswith("test_browser.py") or "run_notebook" in getattr(
+                item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("jupyter"))
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="no CUDA GPU visible to CuPy on this machine")

@@ -209,7 +209,7 @@ def fuzz_case(i: int, max_ops: int = 12) -> tuple[str, str]:
     order = orders[(i // len(names)) % len(orders)]
     opts = mg.MemoryOptions(inplace=rng.random() < 0.5, planner=planner,
                             colors=rng.choice((1, 1, 2, 3)), order=order,
-                            alignment=rng.choice((1, 8, 512)),
+                            alignment=rng.choice((1, 3, 6, 8, 512)),
                             planner_args=planners.options_for(planner, FUZZ_LIMITS))
     case = (f"random_graph({seed}, {n_ops}, {train}) planner={planner} order={order} "
             f"inplace={opts.inplace} colors={opts.colors} alignment={opts.alignment}")

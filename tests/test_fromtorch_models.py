@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,6 +52,7 @@ def torch_loss(name: str) -> float:
 
 def test_importing_the_zoo_does_not_import_torch():
     code = ("import sys, minigraph, minigraph.fromtorch, minigraph.fromtorch.zoo, "
+            "minigraph.fromtorch.architectures, "
             "minigraph.ops.opaque, minigraph.cli, minigraph.tour; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -141,19 +143,19 @@ def test_tour_of_an_imported_model_runs_the_step():
 
 
 def _opaque_model():
-    """An MLP with erf GELU, which minigraph has no kernel for (its gelu is tanh's)."""
+    """An MLP with Softplus, which minigraph has no kernel for."""
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(),
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Softplus(),
                               torch.nn.Linear(16, 4))
     x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
     return from_torch(net, (x,), torch.nn.functional.cross_entropy, targets=(y,),
-                      name="erf_mlp")
+                      name="softplus_mlp")
 
 
 def test_tour_of_a_graph_with_opaque_ops_plans_and_says_why_it_does_not_run():
     model = _opaque_model()
     opaque = opaque_nodes(model.graph)
-    assert opaque, "erf GELU was expected to stay opaque"
+    assert opaque, "softplus was expected to stay opaque"
     buf = io.StringIO()
     result = tour(model, file=buf, time_limit=0.1, run=True)
     text = buf.getvalue()
@@ -211,3 +213,17 @@ def test_cli_tour_torch(capsys):
     with pytest.raises(SystemExit) as e:
         main(["tour", "--torch", "nosuch"])
     assert e.value.code == 2
+
+
+def test_benchmark_prints_each_architecture_with_its_nodes_and_planned_bytes(capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import from_torch as bench  # benchmarks/from_torch.py
+    assert bench.main(["--quick", "--architectures", "--only", "text_classifier,conv1d"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(ln for ln in lines if ln.startswith("| architecture |"))
+    assert "| ATen nodes | mapped | opaque |" in header and "bestfit + in-place" in header
+    for name in ("text_classifier", "conv1d"):
+        cells = next(ln for ln in lines if ln.startswith(f"| {name} |")).split("|")[1:-1]
+        aten, mapped, opaque = (int(c) for c in cells[1:4])
+        assert aten == mapped > 0 and opaque == 0
+        assert len(cells) == len(header.split("|")) - 2 and "KiB" in cells[4]

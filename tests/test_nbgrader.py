@@ -137,7 +137,9 @@ def _config(folder: Path, exchange: Path, student: str | None = None) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
+# Session-wide: the round takes minutes, and with pytest-xdist the module's tests may be
+# interleaved with others on their worker (a module fixture would then run twice).
+@pytest.fixture(scope="session")
 def course_round(tmp_path_factory) -> dict:
     """Run the doc's round for every assignment; what each step left behind."""
     tmp = tmp_path_factory.mktemp("round")

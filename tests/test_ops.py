@@ -503,7 +503,8 @@ def interpret(graph: mg.Graph, feeds: dict, step: int = 0):
 @pytest.fixture(scope="module")
 def zoo():
     out = []
-    for graph in (cnn_graph(), seq_graph()):
+    from test_ops_more import more_graph  # the ops of the newer op modules
+    for graph in (cnn_graph(), seq_graph(), more_graph()):
         feeds = zoo_feeds(graph)
         arrays, scratch = interpret(graph, feeds, step=2)
         out.append((graph, feeds, arrays, scratch))

@@ -34,7 +34,8 @@ SEARCHING = {p for p in ALL_PLANNERS if "time_limit" in planners.planner_options
 ARGS = {p: planners.options_for(p, LIMITS) for p in SEARCHING}
 MAX_OPS = {p: 12 if p == "ilp" else 25 for p in SEARCHING}
 EXAMPLES = {p: 4 if p == "ilp" else 8 for p in SEARCHING}
-SWITCHES = list(itertools.product((False, True), (1, 2, 3), (1, 512)))  # in-place, colours, align
+# in-place, colours, alignment (6: not a power of two, nor a multiple of float32's 4)
+SWITCHES = list(itertools.product((False, True), (1, 2, 3), (1, 6, 512)))
 
 
 def _check_all_switches(planner: str, seed: int, n_ops: int, train: bool) -> None:

@@ -94,7 +94,9 @@ def show_table(header, rows):
 # * `lower` - the largest single op: its inputs, outputs and workspace must be resident
 #   together, so no smaller budget can work (DTR refuses one at once, `BudgetError`);
 # * `safe` - a budget at which this runtime never gets stuck (it may still recompute too
-#   much and stop with `ThrashError`; with `thrash_limit=math.inf` it always finishes).
+#   much and stop with `ThrashError`; with `thrash_limit=math.inf` it always finishes), as
+#   long as it may compact the arena: with `defrag="never"` scattered free bytes can stop
+#   it below `peak`, with a `BudgetError` that says so.
 #
 # A budget *ratio* follows the DTR paper: a fraction of the **total** peak, so the arena
 # gets `ratio * total - external` bytes (`ratio_of="total"`, the default). Since the

@@ -4,7 +4,7 @@
 # **Goal.** Run a planned training step on a GPU: one device arena holding the planned
 # tensors (activations and gradients), each a view at its planned offset, and the same
 # kernels as on NumPy. Compare results with the CPU, measure the device memory the run
-# really used against the plan, and meet the one rule the GPU adds: offsets must be
+# really used against the plan, and meet the rule the GPU makes loud: offsets must be
 # aligned for the dtype.
 #
 # **No GPU here?** Then every cell still runs, on NumPy, and says so: the code is the same,
@@ -37,6 +37,7 @@ import numpy as np
 
 from minigraph.backend import resolve_device
 from minigraph.lessons import check_answers, l08
+from minigraph.memory.plan import offset_alignment
 from minigraph.models import get_model
 
 # %% [markdown]
@@ -219,14 +220,18 @@ else:
 # another it does not know about yet; the planned arena can, because the whole step is
 # known before it runs.
 #
-# ## 8. The GPU's rule: aligned offsets
+# ## 8. Aligned offsets, on every device
 #
 # A float32 view must start at a multiple of 4 bytes, a float64 view at a multiple of 8.
-# NumPy tolerates a misaligned view (slowly); CuPy does not, so on a GPU the executor
-# refuses such a plan with a `DeviceError` naming the tensor. With `alignment=1` a planner
-# packs bytes tightly; where dtypes are mixed it can produce such offsets. A graph with a
-# float32 and a float64 branch (built in `minigraph/lessons/l08.py`, so that the exercise
-# checks below use the same graph):
+# CuPy refuses a misaligned view; NumPy accepts one but runs other loops on it, whose
+# sums can differ from the aligned run's in the last bits: a silent wrong answer. So the
+# validator refuses such a plan on every device (`MemoryPlan.check_itemsizes`, naming the
+# tensor), and `plan_memory` places every offset at a multiple of each planned tensor's
+# itemsize, whatever the alignment asked (`offset_alignment`). A planner sees only
+# buffers, which carry no dtype: with `alignment=1` it packs bytes tightly and, where
+# dtypes are mixed, it can produce such offsets. A graph with a float32 and a float64
+# branch, its buffers planned by refcount at alignment 1 (both built in
+# `minigraph/lessons/l08.py`, so that the exercise checks below use the same graph):
 
 # %%
 print(inspect.getsource(l08.mixed_graph))
@@ -235,22 +240,23 @@ misaligned = l08.misaligned
 print(inspect.getsource(misaligned))
 
 
-tight = mg.plan_memory(mixed, mg.MemoryOptions(planner="refcount", alignment=1))
-print(tight.plan.table())
+tight = l08.tight_plan(1)          # refcount on the buffers alone, at alignment 1
+print(tight.table())
 print("misaligned:", misaligned(tight, mixed))
 try:
-    out = mg.Executor(mixed, tight, device=DEVICE).run(
-        a=np.ones(3, "float32"), b=np.ones(5, "float64"))
-    print(f"the executor on {DEVICE} runs it (NumPy copes with misaligned views):",
-          {k: float(v) for k, v in out.items()})
-except mg.DeviceError as e:
-    print("DeviceError:", e)
+    mg.Executor(mixed, tight, device=DEVICE)
+except mg.PlanError as e:
+    print("PlanError:", e)
+planned = mg.plan_memory(mixed, mg.MemoryOptions(planner="refcount", alignment=1))
+print(f"plan_memory at alignment 1 places offsets at multiples of "
+      f"{offset_alignment(mixed, 1)} bytes; misaligned:", misaligned(planned, mixed))
 
 # %% [markdown]
 # ## Exercises
 #
-# **1.** Find the smallest alignment in (1, 2, 4, 8, 16, 64, 512) for which refcount gives
-# no misaligned tensor on `mixed` (use `misaligned`). Put it in `ANSWER_1`.
+# **1.** Find the smallest alignment in (1, 2, 4, 8, 16, 64, 512) for which refcount,
+# planning the buffers alone (`l08.tight_plan(alignment)`), gives no misaligned tensor on
+# `mixed` (use `misaligned`). Put it in `ANSWER_1`.
 #
 # **2.** On the CNN `step` with `bestfit` + in-place, how many bytes larger is the arena at
 # GE's alignment of 512 than at 8? Put the difference in `ANSWER_2`.
@@ -271,4 +277,6 @@ check_answers({1: (ANSWER_1, l08.exercise_1), 2: (ANSWER_2, l08.exercise_2)})
 #   gradients), each a view; inputs, parameters, constants and outputs have buffers of
 #   their own, and each op's workspace comes and goes while it runs.
 # - The measured peak (CuPy's pool, or tracemalloc) is the check that the plan is real.
-# - The GPU adds one rule, alignment for the dtype; GE's 512 bytes satisfies it always.
+# - Every device needs offsets aligned for the dtype (CuPy refuses a misaligned view,
+#   NumPy computes other bits on one): the validator checks it and `plan_memory` keeps it;
+#   GE's 512 bytes satisfies it always.

@@ -8,8 +8,8 @@
 # training step of it (forward, backward, SGD update) into a minigraph graph. We look at
 # what the import kept and what it lost, plan the step with every technique of lessons
 # 03-06, run DTR's simulation on it (lesson 07), run the step in minigraph and compare the
-# loss and gradients with PyTorch's, then do the same for a ResNet-18 [He 2016] and a
-# GPT-2-style block [Radford 2019] written in PyTorch.
+# loss and gradients with PyTorch's, then do the same for a ResNet-18 [He 2016], a
+# GPT-2-style block [Radford 2019] and nanoGPT [Karpathy 2022], written in PyTorch.
 #
 # **Sources.** PyTorch captures the step itself: AOTAutograd's joint graph [Ansel 2024] (the
 # forward and the backward ATen ops that `torch.compile` would see, with shapes and
@@ -37,6 +37,7 @@ from IPython.display import Markdown, display
 
 from minigraph.experiments.techniques import compare_techniques, dtr_sweep
 from minigraph.fromtorch import from_torch
+from minigraph.fromtorch.architectures import architecture
 from minigraph.fromtorch.zoo import torch_model
 from minigraph.lessons import check_answers, l10
 from minigraph.tour import graph_summary, opaque_nodes
@@ -197,28 +198,49 @@ show_table(["budget (of total peak)", "arena bytes", "status", "compute"],
 plot_dtr_sweep(sweep_rows)
 
 # %% [markdown]
-# ## 8. A ResNet-18 and a GPT-2-style block, written in PyTorch
+# ## 8. Models as their users write them
 #
 # `minigraph.fromtorch.zoo` holds a ResNet-18 (basic blocks, batch norm, residual adds,
 # adaptive average pooling; `width` and `image` scale it down) and one GPT-2 block (layer
 # norm, causal self-attention written out, a GELU MLP; GPT-2 small is `d_model=768`,
-# 12 heads). Each comes as `(module, example_inputs, loss_fn, targets)`. Here both are
-# small enough for a laptop; `benchmarks/from_torch.py` plans the real sizes.
+# 12 heads). `minigraph.fromtorch.architectures` holds twelve more, each written the way
+# its users write it; here nanoGPT's model [Karpathy 2022]: token and position embeddings
+# (`torch.arange`), a causal mask kept as a `tril` buffer and applied with `masked_fill`,
+# the exact (erf) GELU, and the output layer tied to the token embedding. Each comes as
+# `(module, example_inputs, loss_fn, targets)`, small enough for a laptop;
+# `benchmarks/from_torch.py` plans the real sizes and prints all twelve.
 
 # %%
 show = []
-for name, config in [("resnet18", {"batch": 2, "image": 32, "width": 8}),
-                     ("gpt_block", {"batch": 2, "seq": 16, "d_model": 64, "heads": 4})]:
-    case = torch_model(name, **config)
+cases = [("resnet18", torch_model("resnet18", batch=2, image=32, width=8)),
+         ("gpt_block", torch_model("gpt_block", batch=2, seq=16, d_model=64, heads=4)),
+         ("nanogpt", architecture("nanogpt"))]
+for name, case in cases:
     m = from_torch(case.module, case.example_inputs, case.loss_fn, targets=case.targets,
                    name=name)
     r = {row.technique: row for row in compare_techniques(
         m.graph, mg.MemoryOptions(inplace=True), planners=["refcount", "ge", "bestfit"])}
-    show.append([name, len(m.graph), len(opaque_nodes(m.graph)), f"{r['none'].bytes:,}",
-                 f"{r['refcount'].bytes:,}", f"{r['ge'].bytes:,}", f"{r['bestfit'].bytes:,}",
-                 f"{r['bestfit'].theoretical_minimum:,}"])
-show_table(["model", "nodes", "opaque", "no reuse", "refcount", "GE", "best-fit",
-            "minimum"], show)
+    show.append([name, m.report.aten_nodes, len(m.graph), len(opaque_nodes(m.graph)),
+                 f"{r['none'].bytes:,}", f"{r['refcount'].bytes:,}", f"{r['ge'].bytes:,}",
+                 f"{r['bestfit'].bytes:,}", f"{r['bestfit'].theoretical_minimum:,}"])
+show_table(["model", "ATen nodes", "nodes", "opaque", "no reuse", "refcount", "GE",
+            "best-fit", "minimum"], show)
+
+# %% [markdown]
+# nanoGPT imports whole: its mask (`tril`, `== 0`, `masked_fill`), `arange`, the erf GELU
+# and the tied weights all map, so the step runs here as in PyTorch. One step of it,
+# against PyTorch's:
+
+# %%
+case = architecture("nanogpt")
+gpt = from_torch(case.module, case.example_inputs, case.loss_fn, targets=case.targets,
+                 name="nanogpt")
+print(gpt.report)
+out = mg.Executor(gpt, mg.plan_memory(gpt, planner="bestfit", inplace=True)).run(gpt.feeds(0))
+with torch.no_grad():
+    loss_t = case.loss_fn(case.module(*case.example_inputs), *case.targets).item()
+print(f"loss: minigraph {float(out[gpt.loss]):.6f}, PyTorch {loss_t:.6f}")
+assert abs(float(out[gpt.loss]) - loss_t) <= 1e-4 * abs(loss_t)
 
 # %% [markdown]
 # ## 9. The widget

@@ -34,6 +34,7 @@ from ..errors import MinigraphError
 from ..memory.api import MemoryOptions, plan_memory
 from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
 from ..memory.csvio import read_plan, read_problem, write_plan
+from ..memory.inplace import merge_inplace
 from ..memory.orders import ORDERS
 from ..memory.planners import JOINT_PLANNERS, get_planner, plan_buffers
 from ..models import MODELS, get_model
@@ -241,7 +242,11 @@ def _plan_model(args: argparse.Namespace) -> int:
     _report(len(report.plan.offsets), report.theoretical_minimum, report.arena_bytes,
             report.seconds, report.plan.note, no_reuse=report.no_reuse_bytes)
     if args.output:
-        write_plan(args.output, report.plan.buffers(), report.plan.offsets)
+        # An in-place chain is written as the one buffer it was planned as: its tensors
+        # share bytes at the hand-over step, which a CSV (and --check) cannot express.
+        merged, group = merge_inplace(report.plan.buffers(), report.plan.inplace)
+        offsets = {gid: report.plan.offsets[name] for name, gid in group.items()}
+        write_plan(args.output, merged, offsets)
         print(f"plan written to {args.output}")
     return 0
 

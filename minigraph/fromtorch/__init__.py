@@ -3,16 +3,24 @@
 `from_torch(module, example_inputs, loss_fn, targets=...)` captures one training step,
 `loss_fn(module(*example_inputs), *targets)`, with PyTorch's own graph capture: AOTAutograd's
 joint forward + backward graph of ATen ops, functionalised, with every node's shape and dtype
-[Ansel 2024]. Each ATen node becomes minigraph nodes (`aten.py`): matmul/addmm/mm/bmm,
-elementwise ops, relu and its backward, conv2d and its two backward kernels, max/avg
-pooling and their backward, sum/mean, view/reshape/permute/transpose/expand/slice/cat/stack,
-softmax and log-softmax and their backward, nll-loss (as softmax cross-entropy), mse,
-batch and layer norm and their backward, tanh-GELU, embedding. An ATen op minigraph lacks
-becomes an `opaque` node (`minigraph.ops.opaque`) with PyTorch's output shapes, dtypes,
-bytes and FLOPs (PyTorch's FLOP counter): every planner, the validator, the online
-allocators and DTR's simulation work on the graph; running it raises `OpaqueOpError`
-naming the node and the ATen op. SGD update nodes (`p_new = p - lr * grad`) are appended,
-so the result is a model record like the zoo's: outputs `[loss, *(p + "_new")]`.
+[Ansel 2024]. Each ATen node becomes minigraph nodes (`aten.py`, `aten_more.py`): matrix
+products, elementwise ops (with PyTorch's type promotion as casts), rounded division,
+activations (ReLU, GELU in both forms, SiLU, ReLU6/hardtanh, leaky ReLU, tanh, sigmoid,
+abs, clamp) and their backward, masks (comparisons, logical ops, `where`, `masked_fill`,
+`tril`, `arange`), reductions (sum, mean, amax, var, logsumexp), views and their backward
+(`select_backward`, `slice_backward`), convolutions 1-d and 2-d (grouped, depthwise,
+dilated, transposed) and their backward, pooling, batch, layer and group norm, softmax,
+the losses (cross-entropy and nll on [N, C] and [N, C, H, W], mse, smooth L1, BCE on
+logits), embedding (with `padding_idx`), and the CPU's fused attention kernel, decomposed
+into its products and softmax. Every rule declares the arguments it honours: a call that
+sets any other argument away from its default is not mapped (`aten.unhonoured`). An ATen
+op minigraph lacks becomes an `opaque` node (`minigraph.ops.opaque`) with PyTorch's output
+shapes, dtypes, bytes and FLOPs (PyTorch's FLOP counter): every planner, the validator,
+the online allocators and DTR's simulation work on the graph; running it raises
+`OpaqueOpError` naming the node and the ATen op. SGD update nodes (`p_new = p - lr *
+grad`) are appended, so the result is a model record like the zoo's: outputs `[loss,
+*(p + "_new")]`. `minigraph.fromtorch.architectures` holds twelve common architectures
+written as their users write them; each imports whole.
 
 What the import keeps and loses (`model.report` says it for one model):
 
@@ -38,9 +46,24 @@ What the import keeps and loses (`model.report` says it for one model):
   cross-entropy one (equal after the log-softmax backward that reads it).
 - Refused with a typed error naming the node: data-dependent shapes and control flow
   (PyTorch cannot capture them statically), non-ATen calls, dtypes NumPy lacks (bfloat16,
-  complex), a non-scalar loss. PyTorch is optional: `pip install 'minigraph[torch]'`;
-  without it `from_torch` raises `TorchMissingError`, and `import minigraph` never imports
-  torch.
+  complex), a non-scalar loss. Naming the layer or tensor: batch norm with
+  `momentum=None` (its cumulative average reads a Python number), `nn.Embedding(sparse=
+  True)`, a tensor the step reads that is neither an input, a parameter nor a registered
+  buffer (a closure of `loss_fn`, a plain tensor attribute: pass it as `targets=` or
+  `register_buffer` it), a parameter named like a tensor the import makes (`w_new` beside
+  `w`, `tanh_0`). Labels of the example batch equal to `ignore_index` make the loss opaque
+  (PyTorch drops them; minigraph's cross-entropy drops none), and the report says so.
+- Parameters the loss does not use (a second head) are frozen for the import and the
+  report says so (PyTorch's capture refuses a parameter without a gradient).
+- `nn.LSTM`: on the CPU PyTorch runs it as one oneDNN kernel (`mkldnn_rnn_layer`) whose
+  backward gives both bias vectors a single gradient node, which AOTAutograd's signature
+  cannot map back to two parameters (its capture fails). The capture turns oneDNN off, so
+  the LSTM traces as its matrix products and gates, which map. Two parameters whose
+  gradients are one node for another reason (`x * (a + b)`) are captured again, each read
+  through a view of its own.
+
+PyTorch is optional: `pip install 'minigraph[torch]'`; without it `from_torch` raises
+`TorchMissingError`, and `import minigraph` never imports torch.
 """
 
 from __future__ import annotations

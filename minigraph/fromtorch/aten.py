@@ -2,13 +2,21 @@
 
 Each rule gets the converter (`c`) and the FX node and returns the minigraph value(s) of
 that node's output(s): one `Tensor`, a tuple for several outputs, `None` for an output
-PyTorch leaves undefined. A rule that cannot express this particular call (a dilated
-convolution, an erf GELU, a loss with class weights) raises `Unmapped` with the reason,
-and the node becomes an `opaque` node instead (see `minigraph.ops.opaque`).
+PyTorch leaves undefined. A rule that cannot express this particular call (a loss with
+class weights, a 3-d convolution) raises `Unmapped` with the reason, and the node becomes
+an `opaque` node instead (see `minigraph.ops.opaque`).
+
+Every rule declares the arguments it honours (`@rule(..., args="self other alpha")`): it
+reads each of them and obeys it, or refuses the call. Before a rule runs, the converter
+checks the node's other arguments (`unhonoured`): one set away from its schema default
+makes the node opaque, naming it. So a rule never maps a call whose meaning it has not
+read: `div(a, b, rounding_mode="floor")` cannot pass as a plain division. A test walks
+every rule's declaration against ATen's schemas.
 
 View ops (view, t, permute, expand, slice, ...) become minigraph's copying ops: minigraph
 gives every tensor its own buffer, so PyTorch's aliasing is not kept; the converter counts
-the bytes so the report can say how much.
+the bytes so the report can say how much. More rules (masks, more activations, grouped
+and transposed convolutions, group norm, more losses, attention) are in `aten_more.py`.
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ class PoolIndices:
 
 
 RULES: dict[str, Callable[[Any, Any], Any]] = {}
+ARGS: dict[str, frozenset[str]] = {}      # ATen op name -> the arguments its rule honours
+#: Arguments that never change an op's values, only where and how its result is stored.
+NEUTRAL = frozenset({"layout", "device", "pin_memory", "memory_format", "non_blocking"})
 
 
 def is_view(n: Any) -> bool:
@@ -54,12 +65,62 @@ def is_view(n: Any) -> bool:
         bool(set(ret.before_set) & set(first.before_set))
 
 
-def rule(*names: str):
+def rule(*names: str, args: str):
+    """Register the decorated function as the rule of the ATen ops `names` (overloads
+    included); `args` names, space-separated, every schema argument the rule honours."""
+    honours = frozenset(args.split())
+
     def deco(fn):
         for n in names:
-            RULES[n] = fn
+            RULES[n], ARGS[n] = fn, honours
         return fn
     return deco
+
+
+def _at_default(value: Any, default: Any) -> bool:
+    if default is None or value is None:
+        return value is default
+    if isinstance(default, (list, tuple)):
+        if not isinstance(value, (list, tuple)):
+            return False
+        if len(default) == 1 and len(value) > 1:      # `int[2] dilation=1` reads as [1, 1]
+            return all(_at_default(v, default[0]) for v in value)
+        return len(value) == len(default) and all(map(_at_default, value, default))
+    return type(value) in (bool, int, float, str) and value == default
+
+
+def unhonoured(n: Any, short: str) -> str | None:
+    """Why node `n` may not go through the rule of `short`: an argument the rule does not
+    honour, set away from its default (or one without a default); None when there is none."""
+    honours = ARGS.get(short, frozenset()) | NEUTRAL
+    for k, a in enumerate(n.target._schema.arguments):
+        if a.name in honours:
+            continue
+        if k < len(n.args) and not a.kwarg_only:
+            value = n.args[k]
+        elif a.name in n.kwargs:
+            value = n.kwargs[a.name]
+        else:
+            continue                                  # left at its default
+        if a.has_default_value() and _at_default(value, a.default_value):
+            continue
+        shown = f"a tensor ({value.name})" if hasattr(value, "op") else repr(value)
+        default = f"its default {a.default_value!r}" if a.has_default_value() else "no default"
+        return (f"argument {a.name}={shown} of {n.target} is not honoured by the mapping "
+                f"(it reads {', '.join(sorted(ARGS.get(short, ()))) or 'nothing'}; "
+                f"{a.name} has {default})")
+    return None
+
+
+def cast_to(x: Any, dtype: str) -> Any:
+    """A tensor operand in `dtype` (PyTorch's type promotion already chose the output's), or
+    a Python number as it is."""
+    return ops.cast(x, dtype) if isinstance(x, Tensor) else x
+
+
+def scalar(value: Any, dtype: str) -> Tensor:
+    """A number as a 0-d constant of `dtype` (an operand where an op wants a tensor)."""
+    return constant(np.array(value, dtype=dtype), dtype=dtype)
 
 
 def _one(value: float, what: str) -> None:
@@ -69,20 +130,18 @@ def _one(value: float, what: str) -> None:
 
 # --- identities and views (copies in minigraph) ---------------------------------------------
 
-@rule("detach", "alias", "clone", "lift_fresh_copy", "contiguous")
+@rule("detach", "alias", "clone", "lift_fresh_copy", "contiguous", args="self")
 def _identity(c, n):
     return c.arg(n, 0)
 
 
-@rule("_to_copy")
+@rule("_to_copy", args="self dtype")
 def _to_copy(c, n):
-    x = c.arg(n, 0)
-    if c.spec(n)[1] != x.dtype:
-        raise Unmapped(f"a dtype conversion {x.dtype} -> {c.spec(n)[1]}")
-    return x
+    return ops.cast(c.arg(n, 0), c.spec(n)[1])
 
 
-@rule("view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten")
+@rule("view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten",
+      args="self size shape dim start_dim end_dim")
 def _reshape(c, n):
     return ops.reshape(c.arg(n, 0), c.spec(n)[0])
 
@@ -97,13 +156,13 @@ def _permuted(x: Tensor, perm: tuple[int, ...]) -> Tensor:
     return ops.transpose(x, perm)
 
 
-@rule("t")
+@rule("t", args="self")
 def _t(c, n):
     x = c.arg(n, 0)
     return _permuted(x, (1, 0)) if x.ndim == 2 else x
 
 
-@rule("transpose")
+@rule("transpose", args="self dim0 dim1")
 def _transpose(c, n):
     x = c.arg(n, 0)
     perm = list(range(x.ndim))
@@ -112,13 +171,13 @@ def _transpose(c, n):
     return _permuted(x, tuple(perm))
 
 
-@rule("permute")
+@rule("permute", args="self dims")
 def _permute(c, n):
     x = c.arg(n, 0)
     return _permuted(x, tuple(d % x.ndim for d in c.arg(n, 1)))
 
 
-@rule("expand")
+@rule("expand", args="self size implicit")
 def _expand(c, n):
     return ops.broadcast_to(c.arg(n, 0), c.spec(n)[0])
 
@@ -130,21 +189,21 @@ def _slice_of(x: Tensor, dim: int, start, end, step) -> Tensor:
     return ops.slice(x, dim, start, end, step)
 
 
-@rule("slice")
+@rule("slice", args="self dim start end step")
 def _slice(c, n):
     x = c.arg(n, 0)
     dim, start, end, step = (c.arg(n, k, d) for k, d in ((1, 0), (2, None), (3, None), (4, 1)))
     return _slice_of(x, dim % x.ndim, start, end, step)
 
 
-@rule("select")
+@rule("select", args="self dim index")
 def _select(c, n):
     x = c.arg(n, 0)
     dim = c.arg(n, 1) % x.ndim
     return ops.getitem(x, (slice(None),) * dim + (c.arg(n, 2),))
 
 
-@rule("split", "split_with_sizes")
+@rule("split", "split_with_sizes", args="self split_size split_sizes dim")
 def _split(c, n):
     x, sizes = c.arg(n, 0), c.arg(n, 1)
     dim = c.arg(n, 2, 0) % x.ndim
@@ -157,20 +216,20 @@ def _split(c, n):
     return tuple(out)
 
 
-@rule("unbind")
+@rule("unbind", args="self dim")
 def _unbind(c, n):
     x = c.arg(n, 0)
     dim = c.arg(n, 1, 0) % x.ndim
     return tuple(ops.getitem(x, (slice(None),) * dim + (k,)) for k in range(x.shape[dim]))
 
 
-@rule("cat")
+@rule("cat", args="tensors dim")
 def _cat(c, n):
     xs = c.arg(n, 0)
     return ops.concat(list(xs), c.arg(n, 1, 0))
 
 
-@rule("stack")
+@rule("stack", args="tensors dim")
 def _stack(c, n):
     xs = list(c.arg(n, 0))
     axis = c.arg(n, 1, 0) % (xs[0].ndim + 1)
@@ -186,17 +245,18 @@ def _const(c, n, value: float):
     return constant(np.full(shape, value, dtype=dtype), dtype=dtype)
 
 
-@rule("ones_like", "ones")
+@rule("ones_like", "ones", "new_ones", args="self size dtype")
 def _ones(c, n):
     return _const(c, n, 1.0)
 
 
-@rule("zeros_like", "zeros", "new_zeros")
+@rule("zeros_like", "zeros", "new_zeros", "empty_like", "empty", "new_empty",
+      args="self size dtype")
 def _zeros(c, n):
     return _const(c, n, 0.0)
 
 
-@rule("full", "full_like", "scalar_tensor", "new_full")
+@rule("full", "full_like", "scalar_tensor", "new_full", args="self size fill_value s dtype")
 def _full(c, n):
     k = {"full": 1, "full_like": 1, "scalar_tensor": 0, "new_full": 2}[c.short(n)]
     return _const(c, n, float(c.arg(n, k)))
@@ -204,84 +264,112 @@ def _full(c, n):
 
 # --- elementwise -----------------------------------------------------------------------------
 
-def _binary(fn):
+def _arith(fn):
+    """The rule of add, sub, mul, div (no rounding): each tensor operand cast to the dtype
+    PyTorch's promotion gave the output; `alpha` scales the second operand."""
     def go(c, n):
-        a, b = c.arg(n, 0), c.arg(n, 1)
+        dt = c.spec(n)[1]
+        a, b = cast_to(c.arg(n, 0), dt), cast_to(c.arg(n, 1), dt)
         alpha = c.kwarg(n, "alpha", 1)
         if alpha != 1:
             b = ops.mul_scalar(b, alpha) if isinstance(b, Tensor) else b * alpha
         if not isinstance(a, Tensor):
-            raise Unmapped("a number as the first operand")
+            a = scalar(a, dt)
         return fn(a, b)
     return go
 
 
-rule("add")(_binary(ops.add))
-rule("sub")(_binary(ops.sub))
-rule("mul")(_binary(ops.mul))
-rule("div")(_binary(ops.div))
+rule("add", args="self other alpha")(_arith(ops.add))
+rule("sub", args="self other alpha")(_arith(ops.sub))
+rule("mul", args="self other")(_arith(ops.mul))
 
 
-@rule("rsub")
+@rule("div", args="self other rounding_mode")
+def _div(c, n):
+    mode = c.kwarg(n, "rounding_mode", c.arg(n, 2, None))
+    if mode is None:
+        return _arith(ops.div)(c, n)
+    dt = c.spec(n)[1]
+    a, b = (v if isinstance(v, Tensor) else scalar(v, dt)
+            for v in (cast_to(c.arg(n, 0), dt), cast_to(c.arg(n, 1), dt)))
+    return ops.div_round(a, b, mode)
+
+
+@rule("floor_divide", args="self other")
+def _floor_divide(c, n):
+    dt = c.spec(n)[1]
+    a, b = (v if isinstance(v, Tensor) else scalar(v, dt)
+            for v in (cast_to(c.arg(n, 0), dt), cast_to(c.arg(n, 1), dt)))
+    return ops.div_round(a, b, "floor")
+
+
+@rule("rsub", args="self other alpha")
 def _rsub(c, n):
-    a, b = c.arg(n, 0), c.arg(n, 1)
+    dt = c.spec(n)[1]
+    a, b = cast_to(c.arg(n, 0), dt), c.arg(n, 1)
     _one(c.kwarg(n, "alpha", 1), "alpha")
-    return ops.sub(b, a)
+    return ops.sub(cast_to(b, dt) if isinstance(b, Tensor) else scalar(b, dt), a)
 
 
 _UNARY = {"neg": ops.neg, "exp": ops.exp, "log": ops.log, "sqrt": ops.sqrt, "relu": ops.relu,
           "tanh": ops.tanh, "sigmoid": ops.sigmoid}
 for _name, _fn in _UNARY.items():
-    rule(_name)(lambda c, n, _fn=_fn: _fn(c.arg(n, 0)))
+    rule(_name, args="self")(lambda c, n, _fn=_fn: _fn(c.arg(n, 0)))
 
 
-@rule("rsqrt")
+@rule("rsqrt", args="self")
 def _rsqrt(c, n):
     return ops.pow(c.arg(n, 0), -0.5)
 
 
-@rule("pow")
+@rule("reciprocal", args="self")
+def _reciprocal(c, n):
+    return ops.div(1.0, c.arg(n, 0))
+
+
+@rule("pow", args="self exponent")
 def _pow(c, n):
     p = c.arg(n, 1)
-    if isinstance(p, Tensor):
-        raise Unmapped("a tensor exponent")
+    if isinstance(p, Tensor) or not isinstance(c.arg(n, 0), Tensor):
+        raise Unmapped("a tensor exponent, or a number raised to a tensor")
     return ops.pow(c.arg(n, 0), float(p))
 
 
-@rule("threshold_backward")
+@rule("threshold_backward", args="grad_output self threshold")
 def _threshold_backward(c, n):
     if c.arg(n, 2) != 0:
         raise Unmapped(f"threshold {c.arg(n, 2)} (relu's 0 maps)")
     return apply1("relu_grad", [c.arg(n, 0), c.arg(n, 1)])
 
 
-@rule("tanh_backward")
+@rule("tanh_backward", args="grad_output output")
 def _tanh_backward(c, n):
     return apply1("tanh_grad", [c.arg(n, 0), c.arg(n, 1)])
 
 
-@rule("sigmoid_backward")
+@rule("sigmoid_backward", args="grad_output output")
 def _sigmoid_backward(c, n):
     return apply1("sigmoid_grad", [c.arg(n, 0), c.arg(n, 1)])
 
 
-def _tanh_gelu(c, n, k: int) -> None:
+def _gelu_form(c, n, k: int) -> str:
+    """"erf" (PyTorch's default, `approximate='none'`) or "tanh"."""
     approx = c.kwarg(n, "approximate", c.arg(n, k, "none"))
-    if approx != "tanh":
-        raise Unmapped(f"GELU with approximate={approx!r}: minigraph's gelu is the tanh "
-                       "approximation (use nn.GELU(approximate='tanh'))")
+    if approx not in ("none", "tanh"):
+        raise Unmapped(f"GELU with approximate={approx!r}")
+    return "erf" if approx == "none" else "tanh"
 
 
-@rule("gelu")
+@rule("gelu", args="self approximate")
 def _gelu(c, n):
-    _tanh_gelu(c, n, 1)
-    return ops.gelu(c.arg(n, 0))
+    fn = ops.gelu_erf if _gelu_form(c, n, 1) == "erf" else ops.gelu
+    return fn(c.arg(n, 0))
 
 
-@rule("gelu_backward")
+@rule("gelu_backward", args="grad_output self approximate")
 def _gelu_backward(c, n):
-    _tanh_gelu(c, n, 2)
-    return apply1("gelu_grad", [c.arg(n, 0), c.arg(n, 1)])
+    op = "gelu_erf_grad" if _gelu_form(c, n, 2) == "erf" else "gelu_grad"
+    return apply1(op, [c.arg(n, 0), c.arg(n, 1)])
 
 
 # --- reductions ------------------------------------------------------------------------------
@@ -294,17 +382,15 @@ def _dims(c, n, x: Tensor):
     return tuple(d % x.ndim for d in dims)
 
 
-@rule("sum")
+@rule("sum", args="self dim keepdim dtype")
 def _sum(c, n):
-    x = c.arg(n, 0)
-    if c.kwarg(n, "dtype", None) is not None:
-        raise Unmapped("a sum with a dtype conversion")
+    x = ops.cast(c.arg(n, 0), c.spec(n)[1])     # bools sum as int64, as PyTorch
     return ops.sum(x, axis=_dims(c, n, x), keepdims=bool(c.arg(n, 2, False)))
 
 
-@rule("mean")
+@rule("mean", args="self dim keepdim dtype")
 def _mean(c, n):
-    x = c.arg(n, 0)
+    x = ops.cast(c.arg(n, 0), c.spec(n)[1])
     return ops.mean(x, axis=_dims(c, n, x), keepdims=bool(c.arg(n, 2, False)))
 
 
@@ -323,12 +409,12 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     return ops.matmul(a, b, ta=ta, tb=tb)
 
 
-@rule("mm", "bmm")
+@rule("mm", "bmm", args="self mat2")
 def _mm(c, n):
     return _matmul(c.arg(n, 0), c.arg(n, 1))
 
 
-@rule("addmm")
+@rule("addmm", args="self mat1 mat2 beta alpha")
 def _addmm(c, n):
     _one(c.kwarg(n, "beta", 1), "beta")
     _one(c.kwarg(n, "alpha", 1), "alpha")
@@ -337,32 +423,50 @@ def _addmm(c, n):
 
 # --- softmax, losses -------------------------------------------------------------------------
 
-@rule("_softmax", "_log_softmax")
+@rule("_softmax", "_log_softmax", args="self dim half_to_float")
 def _softmax(c, n):
     x = c.arg(n, 0)
+    if c.arg(n, 2, False):
+        raise Unmapped("half_to_float=True (a float16 input, a float32 result)")
     fn = ops.softmax if c.short(n) == "_softmax" else ops.log_softmax
     return fn(x, axis=c.arg(n, 1))
 
 
-@rule("_softmax_backward_data", "_log_softmax_backward_data")
+@rule("_softmax_backward_data", "_log_softmax_backward_data",
+      args="grad_output output dim input_dtype")
 def _softmax_backward(c, n):
     op = "softmax_grad" if c.short(n) == "_softmax_backward_data" else "log_softmax_grad"
     y = c.arg(n, 1)
     return apply1(op, [c.arg(n, 0), y], {"axis": c.arg(n, 2) % y.ndim})
 
 
-def _nll_checks(c, n, x: Tensor, weight, reduction: int, ignore_index: int) -> None:
+def _nll_checks(c, n, x: Tensor, labels: Tensor, weight, reduction: int,
+                ignore_index: int) -> None:
     if weight is not None:
         raise Unmapped("class weights")
     if reduction not in (1, 2):
         raise Unmapped("reduction='none'")
     # An ignore_index that no valid label can equal changes nothing (a label out of range
     # is refused when the graph runs); one inside [0, C) would drop rows minigraph keeps.
-    if x.ndim == 2 and 0 <= ignore_index < x.shape[1]:
-        raise Unmapped(f"ignore_index={ignore_index} (a class of the [N, {x.shape[1]}] "
+    if x.ndim in (2, 4) and 0 <= ignore_index < x.shape[1]:
+        raise Unmapped(f"ignore_index={ignore_index} (a class of the {list(x.shape)} "
                        "input): minigraph's cross-entropy ignores no rows")
-    if x.ndim != 2 or x.call is None or x.call.op != "log_softmax" or x.call.attrs["axis"] != 1:
-        raise Unmapped("nll_loss maps only on the [N, C] output of log_softmax over the classes")
+    example = c.example(labels)
+    hit = 0 if example is None else int(np.count_nonzero(example == ignore_index))
+    if hit:
+        raise Unmapped(f"{hit} of the {example.size} labels of the example batch equal "
+                       f"ignore_index={ignore_index}: PyTorch leaves them out of the loss, "
+                       "minigraph's cross-entropy ignores no label (it refuses one outside "
+                       "[0, classes) when it runs)")
+    if x.ndim not in (2, 4) or x.call is None or x.call.op != "log_softmax" or \
+            x.call.attrs["axis"] != 1:
+        raise Unmapped("nll_loss maps only on the [N, C] (or [N, C, H, W]) output of "
+                       "log_softmax over the classes")
+
+
+def _classes_last(x: Tensor) -> Tensor:
+    """[N, C, H, W] log-probabilities as [N, H, W, C] (softmax_cross_entropy's layout)."""
+    return x if x.ndim == 2 else ops.transpose(x, (0, 2, 3, 1))
 
 
 def _through_detach(c, fx_node):
@@ -372,22 +476,23 @@ def _through_detach(c, fx_node):
     return fx_node
 
 
-@rule("nll_loss_forward")
+@rule("nll_loss_forward", "nll_loss2d_forward", args="self target weight reduction ignore_index")
 def _nll_loss(c, n):
     x, labels, weight, reduction, ignore_index = (c.arg(n, k) for k in range(5))
-    _nll_checks(c, n, x, weight, reduction, ignore_index)
+    _nll_checks(c, n, x, labels, weight, reduction, ignore_index)
     # On log-probabilities, log-softmax is the identity: the cross-entropy of x is nll(x).
-    loss = ops.softmax_cross_entropy(x, labels)
+    loss = ops.softmax_cross_entropy(_classes_last(x), labels)
+    count = float(np.prod(labels.shape))
     if reduction == 2:
-        loss = ops.mul_scalar(loss, float(x.shape[0]))
-    rows = constant(np.array(float(x.shape[0]), dtype=x.dtype), dtype=x.dtype)
-    return loss, rows
+        loss = ops.mul_scalar(loss, count)
+    return loss, scalar(count, x.dtype)
 
 
-@rule("nll_loss_backward")
+@rule("nll_loss_backward", "nll_loss2d_backward",
+      args="grad_output self target weight reduction ignore_index total_weight")
 def _nll_loss_backward(c, n):
     g, x, labels, weight, reduction, ignore_index = (c.arg(n, k) for k in range(6))
-    _nll_checks(c, n, x, weight, reduction, ignore_index)
+    _nll_checks(c, n, x, labels, weight, reduction, ignore_index)
     fx_x = _through_detach(c, n.args[1])
     for user in n.users:
         if c.short(user) != "_log_softmax_backward_data" or \
@@ -396,18 +501,19 @@ def _nll_loss_backward(c, n):
     # (softmax(x) - onehot) g / N differs from nll's -onehot g / N by softmax(x) g / N, which
     # the log-softmax backward that follows removes: the gradient of x's input is exact.
     if reduction == 2:
-        g = ops.mul_scalar(g, float(x.shape[0]))
-    return apply1("softmax_cross_entropy_grad", [g, x, labels])
+        g = ops.mul_scalar(g, float(np.prod(labels.shape)))
+    d = apply1("softmax_cross_entropy_grad", [g, _classes_last(x), labels])
+    return d if x.ndim == 2 else ops.transpose(d, (0, 3, 1, 2))
 
 
-@rule("mse_loss")
+@rule("mse_loss", args="self target reduction")
 def _mse_loss(c, n):
     if c.arg(n, 2, 1) != 1:
         raise Unmapped("mse_loss with reduction other than 'mean'")
     return ops.mse(c.arg(n, 0), c.arg(n, 1))
 
 
-@rule("mse_loss_backward")
+@rule("mse_loss_backward", args="grad_output self target reduction")
 def _mse_loss_backward(c, n):
     if c.arg(n, 3, 1) != 1:
         raise Unmapped("mse_loss with reduction other than 'mean'")
@@ -416,38 +522,75 @@ def _mse_loss_backward(c, n):
 
 # --- convolution and pooling -----------------------------------------------------------------
 
-def _conv_checks(x: Tensor, stride, padding, dilation, transposed, out_pad, groups) -> None:
-    if x.ndim != 4:
-        raise Unmapped(f"a {x.ndim - 2}-d convolution (conv2d maps)")
-    if transposed or any(out_pad):
-        raise Unmapped("a transposed convolution")
-    if groups != 1:
-        raise Unmapped(f"groups={groups}")
-    if any(d != 1 for d in dilation):
-        raise Unmapped(f"dilation={list(dilation)}")
-    if len(stride) != 2 or len(padding) != 2:
-        raise Unmapped("stride and padding must be pairs")
+def _conv_form(x: Tensor, w: Tensor, stride, padding, dilation, groups) -> tuple[str, dict]:
+    """The minigraph op family ("conv2d", or "conv2d_grouped" for groups or dilation) and
+    its attributes; a 1-d convolution is a 2-d one on a height-1 image."""
+    d = x.ndim - 2
+    if d not in (1, 2) or w.ndim != x.ndim or \
+            not len(stride) == len(padding) == len(dilation) == d:
+        raise Unmapped(f"a {d}-d convolution (1-d and 2-d ones map)")
+
+    def two(v, fill):
+        return (fill, int(v[0])) if d == 1 else (int(v[0]), int(v[1]))
+    attrs = {"stride": two(stride, 1), "padding": two(padding, 0)}
+    if groups == 1 and all(v == 1 for v in dilation):
+        return "conv2d", attrs
+    return "conv2d_grouped", {**attrs, "dilation": two(dilation, 1), "groups": int(groups)}
 
 
-@rule("convolution")
+def _as_2d(t: Tensor) -> Tensor:
+    """[N, C, L] as [N, C, 1, L] (a 1-d convolution's operands); 4-d tensors as they are."""
+    return t if t.ndim == 4 else ops.reshape(t, (*t.shape[:2], 1, t.shape[2]))
+
+
+@rule("convolution", args="input weight bias stride padding dilation transposed "
+      "output_padding groups")
 def _convolution(c, n):
     x, w, b, stride, padding, dilation, transposed, out_pad, groups = \
         (c.arg(n, k) for k in range(9))
-    _conv_checks(x, stride, padding, dilation, transposed, out_pad, groups)
-    y = ops.conv2d(x, w, stride=tuple(stride), padding=tuple(padding))
-    return y if b is None else ops.add(y, ops.reshape(b, (b.shape[0], 1, 1)))
+    op, attrs = _conv_form(x, w, stride, padding, dilation, groups)
+    shape = c.spec(n)[0]
+    x2, w2 = _as_2d(x), _as_2d(w)
+    if transposed:
+        # A transposed convolution is the gradient of a convolution with respect to its
+        # input: the convolution of the output's shape that gives back x's [Dumoulin 2016].
+        out2 = shape if len(shape) == 4 else (*shape[:2], 1, shape[2])
+        for o, i, k, st, p, dl in zip(out2[2:], x2.shape[2:], w2.shape[2:], attrs["stride"],
+                                      attrs["padding"], attrs.get("dilation", (1, 1))):
+            if (o + 2 * p - dl * (k - 1) - 1) // st + 1 != i:
+                raise Unmapped(f"a transposed convolution to {list(shape)} that does not "
+                               f"convolve back to its input {list(x.shape)}")
+        y = apply1(op + "_grad_x", [x2, w2], {**attrs, "x_shape": tuple(out2)})
+    elif any(out_pad):
+        raise Unmapped(f"output_padding={list(out_pad)} on a convolution that is not transposed")
+    else:
+        y = apply1(op, [x2, w2], attrs)
+    y = ops.reshape(y, shape)
+    return y if b is None else ops.add(y, ops.reshape(b, (b.shape[0],) + (1,) * (len(shape) - 2)))
 
 
-@rule("convolution_backward")
+@rule("convolution_backward", args="grad_output input weight bias_sizes stride padding "
+      "dilation transposed output_padding groups output_mask")
 def _convolution_backward(c, n):
     g, x, w, _, stride, padding, dilation, transposed, out_pad, groups, mask = \
         (c.arg(n, k) for k in range(11))
-    _conv_checks(x, stride, padding, dilation, transposed, out_pad, groups)
-    base = {"stride": tuple(stride), "padding": tuple(padding)}
-    dx = apply1("conv2d_grad_x", [g, w], {**base, "x_shape": x.shape}) if mask[0] else None
-    dw = apply1("conv2d_grad_w", [g, x], {**base, "w_shape": w.shape}) if mask[1] else None
-    db = ops.sum(g, axis=(0, 2, 3)) if mask[2] else None
-    return dx, dw, db
+    op, attrs = _conv_form(x, w, stride, padding, dilation, groups)
+    g2, x2, w2 = _as_2d(g), _as_2d(x), _as_2d(w)
+    dx = dw = db = None
+    if transposed:        # y = conv_grad_x(x, w): its adjoints are a convolution of g ...
+        if mask[0]:
+            dx = apply1(op, [g2, w2], attrs)
+        if mask[1]:       # ... and the weight gradient with the roles of x and g swapped
+            dw = apply1(op + "_grad_w", [x2, g2], {**attrs, "w_shape": tuple(w2.shape)})
+    else:
+        if mask[0]:
+            dx = apply1(op + "_grad_x", [g2, w2], {**attrs, "x_shape": tuple(x2.shape)})
+        if mask[1]:
+            dw = apply1(op + "_grad_w", [g2, x2], {**attrs, "w_shape": tuple(w2.shape)})
+    if mask[2]:
+        db = ops.sum(g, axis=(0, *range(2, g.ndim)))
+    return (None if dx is None else ops.reshape(dx, x.shape),
+            None if dw is None else ops.reshape(dw, w.shape), db)
 
 
 def _pool_args(c, n, k0: int) -> tuple:
@@ -458,7 +601,7 @@ def _pool_args(c, n, k0: int) -> tuple:
     return kernel, stride, padding
 
 
-@rule("max_pool2d_with_indices")
+@rule("max_pool2d_with_indices", args="self kernel_size stride padding dilation ceil_mode")
 def _max_pool(c, n):
     x = c.arg(n, 0)
     kernel, stride, padding = _pool_args(c, n, 1)
@@ -470,7 +613,8 @@ def _max_pool(c, n):
     return y, PoolIndices(y, x)
 
 
-@rule("max_pool2d_with_indices_backward")
+@rule("max_pool2d_with_indices_backward",
+      args="grad_output self kernel_size stride padding dilation ceil_mode indices")
 def _max_pool_backward(c, n):
     g, x, idx = c.arg(n, 0), c.arg(n, 1), c.arg(n, 7)
     if not isinstance(idx, PoolIndices) or idx.x is not x:
@@ -478,7 +622,8 @@ def _max_pool_backward(c, n):
     return apply1("max_pool2d_grad", [g, x, idx.y], idx.y.call.attrs)
 
 
-@rule("avg_pool2d")
+@rule("avg_pool2d",
+      args="self kernel_size stride padding ceil_mode count_include_pad divisor_override")
 def _avg_pool(c, n):
     x = c.arg(n, 0)
     kernel, stride, padding = _pool_args(c, n, 1)
@@ -488,7 +633,8 @@ def _avg_pool(c, n):
     return ops.avg_pool2d(x, kernel, stride, padding)
 
 
-@rule("avg_pool2d_backward")
+@rule("avg_pool2d_backward", args="grad_output self kernel_size stride padding ceil_mode "
+      "count_include_pad divisor_override")
 def _avg_pool_backward(c, n):
     g, x = c.arg(n, 0), c.arg(n, 1)
     kernel, stride, padding = _pool_args(c, n, 2)
@@ -507,7 +653,7 @@ def _adaptive(x: Tensor, out_hw) -> tuple[int, int]:
     return h // oh, w // ow
 
 
-@rule("_adaptive_avg_pool2d")
+@rule("_adaptive_avg_pool2d", args="self output_size")
 def _adaptive_avg_pool(c, n):
     x = c.arg(n, 0)
     kh, kw = _adaptive(x, c.arg(n, 1))
@@ -516,7 +662,7 @@ def _adaptive_avg_pool(c, n):
     return ops.avg_pool2d(x, (kh, kw))
 
 
-@rule("_adaptive_avg_pool2d_backward")
+@rule("_adaptive_avg_pool2d_backward", args="grad_output self")
 def _adaptive_avg_pool_backward(c, n):
     g, x = c.arg(n, 0), c.arg(n, 1)
     kh, kw = _adaptive(x, g.shape[2:])
@@ -536,13 +682,22 @@ def _affine(c, x: Tensor, w, b, channels: int) -> tuple[Tensor, Tensor]:
     return w, b
 
 
-@rule("_native_batch_norm_legit_functional", "native_batch_norm")
+def _nchw(x: Tensor) -> Tensor:
+    """[N, C, ...] as minigraph's batch_norm takes it: [N, C] and [N, C, H, W] as they are,
+    [N, C, L] (BatchNorm1d) and [N, C, D, H, W] (BatchNorm3d) as [N, C, L, 1]; the statistics
+    are per channel either way."""
+    return x if x.ndim in (2, 4) else ops.reshape(x, (*x.shape[:2], -1, 1))
+
+
+@rule("_native_batch_norm_legit_functional", "native_batch_norm",
+      args="input weight bias running_mean running_var training momentum eps")
 def _batch_norm(c, n):
     x, w, b, rm, rv, training, _, eps = (c.arg(n, k) for k in range(8))
     if not training:
         raise Unmapped("batch norm in eval mode (running statistics)")
     w, b = _affine(c, x, w, b, x.shape[1])
-    y, mean, rstd = apply("batch_norm", [x, w, b], {"eps": float(eps)})
+    y, mean, rstd = apply("batch_norm", [_nchw(x), w, b], {"eps": float(eps)})
+    y = ops.reshape(y, x.shape)
     new = tuple(Dropped(f"the new running statistic {k} of batch norm at {n.name}")
                 for k in range(len(c.specs(n)) - 3))
     return (y, mean, rstd) + new
@@ -558,7 +713,8 @@ def _running(x: Tensor, rm: Tensor, rv: Tensor, eps: float) -> tuple[Tensor, Ten
     return rstd, ops.reshape(rm, bshape), (0,) + tuple(range(2, x.ndim))
 
 
-@rule("_native_batch_norm_legit_no_training")
+@rule("_native_batch_norm_legit_no_training",
+      args="input weight bias running_mean running_var momentum eps")
 def _batch_norm_eval(c, n):
     x, w, b, rm, rv, _, eps = (c.arg(n, k) for k in range(7))
     w, b = _affine(c, x, w, b, x.shape[1])
@@ -570,13 +726,15 @@ def _batch_norm_eval(c, n):
                         for s in c.specs(n)[1:])     # PyTorch's empty saved statistics
 
 
-@rule("native_batch_norm_backward")
+@rule("native_batch_norm_backward", args="grad_out input weight running_mean running_var "
+      "save_mean save_invstd train eps output_mask")
 def _batch_norm_backward(c, n):
     # args 3 and 4 are the running statistics (read in eval mode only; dropped in training)
     g, x, w, train, eps, mask = (c.arg(n, k) for k in (0, 1, 2, 7, 8, 9))
     w, _ = _affine(c, x, w, None, x.shape[1])
     if train:
-        return apply("batch_norm_grad", [g, x, w, c.arg(n, 5), c.arg(n, 6)])
+        dx, dw, db = apply("batch_norm_grad", [_nchw(g), _nchw(x), w, c.arg(n, 5), c.arg(n, 6)])
+        return ops.reshape(dx, x.shape), dw, db
     rstd, mean, axes = _running(x, c.arg(n, 3), c.arg(n, 4), eps)
     # y = (x - mean) * rstd * w + b with constant mean and rstd: elementwise gradients
     dx = ops.mul(g, ops.mul(rstd, ops.reshape(w, mean.shape))) if mask[0] else None
@@ -592,7 +750,7 @@ def _saved_stat(t: Tensor) -> Tensor:
     return t
 
 
-@rule("native_layer_norm")
+@rule("native_layer_norm", args="input normalized_shape weight bias eps")
 def _layer_norm(c, n):
     x, shape, w, b, eps = (c.arg(n, k) for k in range(5))
     if len(shape) != 1:
@@ -603,7 +761,8 @@ def _layer_norm(c, n):
     return y, ops.reshape(mean, stat_shape), ops.reshape(rstd, stat_shape)
 
 
-@rule("native_layer_norm_backward")
+@rule("native_layer_norm_backward",
+      args="grad_out input normalized_shape mean rstd weight bias output_mask")
 def _layer_norm_backward(c, n):
     g, x, shape, mean, rstd, w = (c.arg(n, k) for k in range(6))
     if len(shape) != 1:
@@ -612,17 +771,26 @@ def _layer_norm_backward(c, n):
     return apply("layer_norm_grad", [g, x, w, _saved_stat(mean), _saved_stat(rstd)])
 
 
-@rule("embedding")
+@rule("embedding", args="weight indices padding_idx scale_grad_by_freq sparse")
 def _embedding(c, n):
+    # padding_idx and scale_grad_by_freq change only the gradient (embedding_dense_backward)
     table, ids = c.arg(n, 0), c.arg(n, 1)
-    if c.arg(n, 2, -1) != -1:
-        raise Unmapped("padding_idx")
+    if c.arg(n, 4, False):
+        raise Unmapped("sparse=True (a sparse gradient)")
     return ops.embedding(ids, table)
 
 
-@rule("embedding_dense_backward")
+@rule("embedding_dense_backward",
+      args="grad_output indices num_weights padding_idx scale_grad_by_freq")
 def _embedding_backward(c, n):
     g, ids, vocab, pad, scale = (c.arg(n, k) for k in range(5))
-    if pad != -1 or scale:
-        raise Unmapped("padding_idx or scale_grad_by_freq")
-    return apply1("embedding_grad", [g, ids], {"vocab": int(vocab)})
+    if scale:
+        raise Unmapped("scale_grad_by_freq=True")
+    d = apply1("embedding_grad", [g, ids], {"vocab": int(vocab)})
+    if pad == -1:
+        return d
+    # The padding row gets no gradient: the scattered rows times a column of ones with a
+    # 0 at padding_idx (PyTorch skips that row).
+    keep = np.ones((int(vocab), 1), dtype=d.dtype)
+    keep[int(pad) % int(vocab)] = 0
+    return ops.mul(d, constant(keep, dtype=d.dtype))

@@ -9,11 +9,14 @@ their shapes and dtypes (`meta["val"]`). PyTorch is imported here, inside functi
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MinigraphError
+from ..ops.registry import OPS
 
 
 class TorchImportError(MinigraphError, ValueError):
@@ -44,6 +47,8 @@ class Captured:
     kinds: dict[str, str]        # placeholder name -> "param", "buffer" or "input"
     tied: dict[str, str] = field(default_factory=dict)  # placeholder -> the first one
                                                         # holding the same parameter
+    unused: list[str] = field(default_factory=list)     # parameters the loss does not use,
+                                                        # frozen for the trace
 
 
 def as_tuple(x: Any, what: str) -> tuple:
@@ -60,29 +65,141 @@ def _input_names(prefix: str, n: int) -> list[str]:
     return [prefix] if n == 1 else [f"{prefix}{k}" for k in range(n)]
 
 
+def _refuse_layers(torch: Any, module: Any) -> None:
+    """Layers whose training step cannot be captured, refused by name before tracing."""
+    nn = torch.nn
+    for path, m in module.named_modules():
+        where = f"layer {path or '(the module)'} ({type(m).__name__})"
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.momentum is None and \
+                m.training and m.track_running_stats:
+            raise TorchImportError(
+                f"{where} has momentum=None: its running statistics are a cumulative "
+                "average whose factor 1/num_batches_tracked PyTorch reads as a Python number "
+                "(a data-dependent value the capture cannot trace). Give it a momentum "
+                "(0.1 is the default), or call .eval() on it")
+        if isinstance(m, nn.Embedding) and m.sparse:
+            raise TorchImportError(
+                f"{where} has sparse=True: its gradient is a sparse tensor, which minigraph "
+                "(dense buffers only) cannot hold; use nn.Embedding(..., sparse=False)")
+
+
+def _plain_tensor_attributes(torch: Any, module: Any) -> list[str]:
+    """`layer.attr` for every tensor stored on a module that is neither a parameter nor a
+    registered buffer (PyTorch's capture cannot see those)."""
+    found = []
+    for path, m in module.named_modules():
+        for attr, v in vars(m).items():
+            if isinstance(v, torch.Tensor) and attr not in m._parameters and \
+                    attr not in m._buffers:
+                found.append(f"{path}.{attr}" if path else attr)
+    return found
+
+
+def _outside_tensor_error(torch: Any, module: Any, e: Exception) -> TorchImportError:
+    plain = _plain_tensor_attributes(torch, module)
+    name = type(module).__name__
+    if plain:
+        return TorchImportError(
+            f"{name}.{plain[0]} is a plain tensor attribute, not a parameter or a registered "
+            f"buffer, so PyTorch's capture cannot see it; in __init__ write "
+            f"self.register_buffer('{plain[0].rpartition('.')[2]}', tensor) instead")
+    sizes = re.findall(r"size=\(([^)]*)\)", str(e))     # the last one is the real tensor's
+    what = f" (shape [{sizes[-1].rstrip(',')}])" if sizes else ""
+    return TorchImportError(
+        f"the step reads a tensor{what} that is neither an input, a parameter nor a buffer "
+        f"of {name}: loss_fn (or forward) closes over it or reads a global. Pass it with "
+        "targets=(...) so that it becomes an input of the step, or register_buffer it on "
+        "the module")
+
+
+def _unused_parameters(step: Any, args: tuple, aot_export_module: Any) -> list[str]:
+    """Names (as the step has them) of the parameters the loss does not depend on, from the
+    forward graph alone (fake tensors: nothing runs)."""
+    gm, sig = aot_export_module(step, args, trace_joint=False)
+    seen, stack = set(), [n for n in gm.graph.nodes if n.name == sig.user_outputs[0]]
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(n.all_input_nodes)
+    return sorted({full for ph, full in sig.inputs_to_parameters.items()
+                   if ph not in {n.name for n in seen}})
+
+
+def _trace(torch: Any, step: Any, args: tuple) -> tuple[Any, Any, list[str]]:
+    """aot_export_module's joint graph; a parameter the loss does not use is frozen for the
+    trace (PyTorch refuses a parameter without a gradient). Returns the unused names too.
+    oneDNN is off while tracing: with it, `nn.LSTM` becomes one fused kernel
+    (`mkldnn_rnn_layer`) that gives both bias vectors one gradient node, which AOTAutograd's
+    signature cannot hold; without it the LSTM traces as its matrix products and gates."""
+    from torch._functorch.aot_autograd import aot_export_module
+
+    def export():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.backends.mkldnn.flags(enabled=False):
+                return aot_export_module(step, args, trace_joint=True, output_loss_index=0)
+    try:
+        return (*export(), [])
+    except AssertionError as e:
+        if "did not receive a gradient" not in str(e):
+            raise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unused = _unused_parameters(step, args, aot_export_module)
+    named = dict(step.named_parameters())
+    frozen = [named[u] for u in unused if named[u].requires_grad]
+    for p in frozen:
+        p.requires_grad_(False)
+    try:
+        return (*export(), unused)
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
+
+
 def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
             targets: Sequence[Any]) -> Captured:
     """Trace one training step of `module` into AOTAutograd's joint graph."""
     torch = require_torch()
-    from torch._functorch.aot_autograd import aot_export_module
     if not isinstance(module, torch.nn.Module):
         raise TorchImportError(f"from_torch: module must be a torch.nn.Module, not "
                                f"{type(module).__name__}")
+    _refuse_layers(torch, module)
     k = len(inputs)
 
     class _Step(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.m = module
+            self.views = False
 
         def forward(self, *args):
-            return (loss_fn(self.m(*args[:k]), *args[k:]),)
+            if self.views:          # each parameter through a view of its own (see below)
+                ps = {n: p.view_as(p) for n, p in self.m.named_parameters()}
+                out = torch.func.functional_call(self.m, ps, args[:k])
+            else:
+                out = self.m(*args[:k])
+            return (loss_fn(out, *args[k:]),)
 
     step = _Step()
     args = tuple(inputs) + tuple(targets)
     try:
-        gm, sig = aot_export_module(step, args, trace_joint=True, output_loss_index=0)
+        try:
+            gm, sig, unused = _trace(torch, step, args)
+        except AssertionError as e:
+            # Two parameters whose gradients are one node (`x * (a + b)`): AOTAutograd's
+            # signature maps gradient names to parameters and loses one. Reading each
+            # parameter through its own view gives each gradient a node of its own.
+            if "gradients_to_parameters" not in str(e):
+                raise
+            step.views = True
+            gm, sig, unused = _trace(torch, step, args)
+    except TorchImportError:
+        raise
     except Exception as e:
+        if "convert all Tensors to FakeTensors" in str(e):
+            raise _outside_tensor_error(torch, module, e) from e
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise TorchImportError(
             f"PyTorch could not capture the training step of {type(module).__name__} "
@@ -104,7 +221,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
         if tied_to != ph:
             tied[ph] = tied_to
         values[ph] = named[full].detach()
-        names[ph] = full.removeprefix("m.").replace(".", "_")
+        names[ph] = _name(full)
         kinds[ph] = "param" if ph in sig.inputs_to_parameters else "buffer"
     user = _input_names("x", k) + _input_names("y", len(targets))
     for ph, name, value in zip(sig.user_inputs, user, args):
@@ -113,4 +230,27 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
     if clash:
         raise TorchImportError(f"two tensors of {type(module).__name__} would both be named "
                                f"{sorted(clash)[0]!r} in minigraph; rename one")
-    return Captured(gm, sig, values, names, kinds, tied)
+    _check_generated_names(type(module).__name__, names, kinds)
+    return Captured(gm, sig, values, names, kinds, tied, [_name(u) for u in unused])
+
+
+def _name(full: str) -> str:
+    """A parameter's or buffer's minigraph name: `m.block.0.weight` -> `block_0_weight`."""
+    return full.removeprefix("m.").replace(".", "_")
+
+
+def _check_generated_names(module: str, names: dict[str, str], kinds: dict[str, str]) -> None:
+    """Refuse a parameter or buffer named like a tensor the import makes: `w_new` beside a
+    parameter `w` (its SGD update), or `tanh_0` (the first tanh node's output)."""
+    params = {names[ph] for ph, kind in kinds.items() if kind == "param"}
+    for ph, name in names.items():
+        base = name.removesuffix("_new")
+        if name.endswith("_new") and base in params:
+            raise TorchImportError(
+                f"{module}: {kinds[ph]} {name!r} has the name minigraph gives the updated "
+                f"value of parameter {base!r} (p_new = p - lr * grad); rename one of them")
+        m = re.fullmatch(r"(.+)_(\d+)", name)
+        if m and (m.group(1) in OPS or m.group(1) == "const" or m.group(1).startswith("aten_")):
+            raise TorchImportError(
+                f"{module}: {kinds[ph]} {name!r} is named like the output of a node the "
+                f"import makes (node {m.group(2)} of op {m.group(1)!r}); rename it")

@@ -22,7 +22,8 @@ from ..errors import MinigraphError
 from ..graph import Graph, Tensor, constant, fmt_bytes, input, name_scope, node_role, param
 from ..models import Model
 from ..ops.opaque import opaque
-from .aten import RULES, Dropped, PoolIndices, Unmapped, is_view
+from . import aten_more  # noqa: F401  (registers the rules of aten_more.py)
+from .aten import RULES, Dropped, PoolIndices, Unmapped, is_view, unhonoured
 from .capture import Captured, TorchImportError
 
 _FLOATS = ("float16", "float32", "float64")
@@ -111,6 +112,11 @@ def _spec(val: Any, where: str) -> tuple[tuple[int, ...], str] | None:
     if not hasattr(val, "shape") or not hasattr(val, "dtype"):
         raise TorchImportError(f"{where}: an output that is not a tensor ({val!r}); "
                                "a Python number or a symbolic size cannot be imported")
+    layout = str(getattr(val, "layout", "torch.strided"))
+    if layout != "torch.strided":
+        raise TorchImportError(f"{where}: a {layout.removeprefix('torch.')} tensor (a sparse "
+                               "gradient: nn.Embedding(sparse=True) makes one); minigraph "
+                               "holds dense tensors only: use sparse=False")
     dims = []
     for d in val.shape:
         if type(d) is not int:
@@ -128,6 +134,8 @@ class Converter:
         self.env: dict[Any, Any] = {}
         self.views: list[Tensor] = []
         self._count: dict[str, int] = {}
+        self.examples: dict[str, np.ndarray] = {}   # input name -> the example batch's value
+        self.stash: dict[int, Any] = {}   # id(tensor) -> what a later rule reads beside it
 
     # What rules read ---------------------------------------------------------------------
     def short(self, n: Any) -> str:
@@ -168,6 +176,16 @@ class Converter:
     def kwarg(self, n: Any, name: str, default: Any = None) -> Any:
         return self._value(n.kwargs[name], n) if name in n.kwargs else default
 
+    def named(self, n: Any, name: str, default: Any = None) -> Any:
+        """The argument `name` of ATen's schema, wherever the call put it (or `default`)."""
+        names = [a.name for a in n.target._schema.arguments]
+        return self.arg(n, names.index(name), default) if name in names else default
+
+    def example(self, t: Tensor) -> np.ndarray | None:
+        """The value `t` has in the example step: a constant's, or an input's example batch
+        (labels, say); None for anything computed."""
+        return t.value if t.kind == "const" else self.examples.get(t.name)
+
     def specs(self, n: Any) -> list:
         val = n.meta.get("val")
         if isinstance(val, (list, tuple)):
@@ -195,6 +213,7 @@ class Converter:
             dtype = _np_dtype(value.dtype, name)
             if kind == "input":
                 self.env[n] = input(name, arr.shape, dtype)
+                self.examples[name] = arr
             elif kind == "param" and name not in frozen:
                 if dtype not in _FLOATS:
                     raise TorchImportError(f"parameter {name} has dtype {dtype}; only "
@@ -251,7 +270,10 @@ class Converter:
         short = self.short(n)
         fn: Callable | None = RULES.get(short)
         why = f"minigraph has no op for {n.target}"
-        if fn is not None:
+        refused = unhonoured(n, short) if fn is not None else None
+        if refused:
+            why = f"not mapped: {refused}"
+        elif fn is not None:
             try:
                 out = fn(self, n)
                 self._check(n, out)
@@ -363,6 +385,10 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
                             for f in sig.buffers_to_mutate.values())
     report.notes += [f"tied weights: {cap.names[ph]} is {cap.names[first]} (one parameter, "
                      "its gradients summed)" for ph, first in cap.tied.items()]
+    if cap.unused:
+        report.notes.append(f"parameters the loss does not use, frozen for the import (no "
+                            f"gradient, no update; requires_grad_(False) on them says so "
+                            f"yourself): {', '.join(cap.unused)}")
     kept = _ancestors([loss_fx, *(g for gs in grads_fx.values() for g in gs)])
     forward = _ancestors([loss_fx])
     loss_spec = _spec(loss_fx.meta.get("val"), "the loss")

@@ -16,7 +16,8 @@ Grading a student's FILE (.py or .ipynb), which is never imported here:
     pytest tests/grading -m a2 --student sub.py
 
 `grade` imports the file in a child process (`sandbox.Submission`: its own interpreter,
-a memory limit, time limits on loading, on each call and on the whole session) that
+as isolated as the platform allows - another user, bubblewrap, hard limits: see
+`isolation` - with time limits on loading, on each call and on the whole session) that
 sends back only plain data; a file that exits, crashes, hangs or sends garbage scores 0
 with the reason, and the command exits 1. Of an .ipynb every code cell runs but those
 tagged "check" or "skip-grading" and nbgrader's autograded test cells (grade: true,
@@ -41,6 +42,8 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import GradingError
+from . import isolation
+from .cases import PRIVATE_ENV
 from .heuristic_grader import (  # noqa: F401
     CandidateView,
     HeuristicFault,
@@ -145,12 +148,36 @@ def load_solution(name: str, default: Callable | None = None) -> Callable | None
 
 
 def _preload() -> None:
-    """Import now every module the checks would import later: the submission's process
-    runs as the same user, and could rewrite a source file this process has yet to read.
-    (The graders import the library at their top; the cases, private ones included, are
-    read before the submission starts, too.) What is left to load is the registry's
-    planners."""
+    """Import now every module the checks would import later, so that the grader imports
+    nothing once a submission runs: where the submission runs as the grader's own user,
+    it could rewrite a file this process has yet to read. (The graders import the library
+    at their top; the cases, private ones included, are read before the submission
+    starts, too.) Left to load: the registry's planners and what they import inside their
+    functions (SciPy's MILP for the ILP planners); tests/test_grader_isolation.py checks
+    that nothing else is."""
+    import html  # noqa: F401  GradeReport._repr_html_
+    import tempfile  # noqa: F401
+
+    import scipy.optimize  # noqa: F401  the ILP planners' milp
+    import scipy.sparse  # noqa: F401
     library_planners()
+    isolation.jail()   # and the sandbox is chosen (tried once, in children of its own)
+
+
+def secret_paths(private: Any = None) -> list[Path]:
+    """What a submission must never read: the reference solutions, the private cases (the
+    argument or MINIGRAPH_PRIVATE_CASES), and in a source checkout the course folder
+    (nbgrader's sources hold the solutions, its hand-ins other students' work) and the git
+    history."""
+    root = Path(__file__).resolve().parents[2]
+    paths = [reference_solution_path("a1").parent]
+    where = private if isinstance(private, (str, os.PathLike)) else \
+        os.environ.get(PRIVATE_ENV) if private is None else None
+    if where:
+        paths.append(Path(where).resolve())
+    if (root / "lessons").is_dir():
+        paths += [p for p in (root / "course", root / ".git") if p.exists()]
+    return paths
 
 
 def grade(assignment: str, path: str | os.PathLike | None = None, *,
@@ -159,20 +186,24 @@ def grade(assignment: str, path: str | os.PathLike | None = None, *,
     "a2" or "a3", the file imported and run only in a child process (`Submission`);
     `progress` prints each case as it is judged; other keywords go to the check. A file
     that cannot be loaded, or whose process exits, hangs or sends garbage, fails every
-    case it did not answer, and the report's status says why."""
+    case it did not answer, and the report's status says why. The report is returned
+    once every process of the file is gone; `isolation` says when it ran only partly
+    isolated (see `isolation.jail`)."""
     key = assignment.lower()
     if key not in ASSIGNMENTS:
         raise GradingError(f"assignment {assignment!r}: expected one of "
                            f"{', '.join(sorted(ASSIGNMENTS))}")
     check, name, _ = ASSIGNMENTS[key]
     _preload()
-    with Submission(path or reference_solution_path(key), name) as sub:
+    with Submission(path or reference_solution_path(key), name,
+                    hide=secret_paths(kw.get("private"))) as sub:
         if progress:
             print(f"grading {sub.path} ({key}: {name}), in a child process; each case as "
                   "it is judged:", flush=True)
         report = check(sub, progress=progress, **kw)   # the child starts at the first call
-        if sub.problem:
-            report.status = f"not graded: {sub.problem.splitlines()[0]}"
-            if "\n" in sub.problem:
-                report.notes.append(sub.problem)
+    if sub.problem:
+        report.status = f"not graded: {sub.problem.splitlines()[0]}"
+        if "\n" in sub.problem:
+            report.notes.append(sub.problem)
+    report.isolation = sub.isolation
     return report

@@ -5,15 +5,34 @@ Grades FILE (a .py or .ipynb; default: the reference solution), imported and run
 a child process (`sandbox.Submission`), printing each case as it is judged, then the
 report. Exit status 0 when the score reaches --min-score (default 100), else 1 (a file
 that cannot be loaded, exits, hangs or sends garbage included): what a GitHub Classroom
-"command grader" step needs. --gradescope writes Gradescope's results.json.
+"command grader" step needs. --gradescope writes Gradescope's results.json. The files
+are written once every process of FILE is gone, each in one step (a new file renamed
+over the old: a file someone made at that path beforehand is replaced, not written
+through).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
 
 from . import ASSIGNMENTS, grade
+
+
+def write_file(path: str, text: str) -> None:
+    """Write `text` to `path` at once: a new file beside it, then renamed over it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".minigraph-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,15 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"could not grade {args.file}: {e}")
         if args.gradescope:
-            with open(args.gradescope, "w") as f:
-                json.dump({"score": 0.0, "output": f"could not grade: {e}", "tests": []}, f)
+            write_file(args.gradescope, json.dumps(
+                {"score": 0.0, "output": f"could not grade: {e}", "tests": []}))
         return 1
     print(report.summary())
     if args.json:
-        with open(args.json, "w") as f:
-            f.write(report.to_json())
+        write_file(args.json, report.to_json())
     if args.gradescope:
-        with open(args.gradescope, "w") as f:
-            json.dump(report.to_gradescope(), f, indent=1, default=str)
+        write_file(args.gradescope, json.dumps(report.to_gradescope(), indent=1, default=str))
     return 0 if report.status == "graded" and report.score >= args.min_score else 1
 

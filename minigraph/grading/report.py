@@ -42,6 +42,7 @@ class GradeReport:
     comparison: list[dict[str, Any]] = field(default_factory=list)
     comparison_title: str = ""
     notes: list[str] = field(default_factory=list)
+    isolation: str = ""      # one line when the submission was only partly isolated
 
     @property
     def total(self) -> int:
@@ -53,10 +54,22 @@ class GradeReport:
 
     @property
     def score(self) -> float:
+        """Out of 100, rounded DOWN to two decimals: 100.0 only when every case earned its
+        whole point (99.996 is 99.99, not full marks)."""
         if not self.cases or self.status == NOT_IMPLEMENTED or \
                 self.status.startswith("not graded"):   # exited, hung, or changed the grader
             return 0.0
-        return round(100.0 * sum(c.points for c in self.cases) / len(self.cases), 2)
+        if all(c.points >= 1.0 for c in self.cases):
+            return 100.0
+        mean = sum(c.points for c in self.cases) / len(self.cases)
+        return min(math.floor(mean * 10_000 + 1e-6) / 100, 99.99)
+
+    @property
+    def score_text(self) -> str:
+        """The score as printed: one decimal, or two where one would read 100.0 without
+        being full marks (99.98 stays 99.98)."""
+        text = f"{self.score:.1f}"
+        return f"{self.score:.2f}" if text == "100.0" and self.score < 100 else text
 
     @property
     def full_marks(self) -> bool:
@@ -86,9 +99,10 @@ class GradeReport:
             lines = [f"{self.assignment}: {NOT_IMPLEMENTED} (the function raises "
                      "NotImplementedError): fill in the stub, then check again."]
             lines += [f"  {n}" for n in self.notes]
+            lines += [f"Isolation: {self.isolation}"] if self.isolation else []
             return "\n".join(lines)
         head = (f"{self.assignment}: {self.n_passed}/{self.total} cases passed, "
-                f"score {self.score:.1f}/100")
+                f"score {self.score_text}/100")
         if self.status != "graded":
             head += f" ({self.status})"
         lines = [head]
@@ -120,6 +134,8 @@ class GradeReport:
             lines.append(self.comparison_title or "Comparison:")
             lines += ["  " + ln for ln in _table(self.comparison).splitlines()]
         lines += [f"Note: {n}" for n in self.notes]
+        if self.isolation:
+            lines.append(f"Isolation: {self.isolation}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -135,7 +151,7 @@ class GradeReport:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for a CI log or a gradebook."""
         return {"assignment": self.assignment, "status": self.status, "score": self.score,
-                "passed": self.n_passed, "total": self.total,
+                "passed": self.n_passed, "total": self.total, "isolation": self.isolation,
                 "cases": [{"name": c.name, "source": c.source, "passed": c.passed,
                            "points": round(c.points, 4), "message": c.message,
                            "metrics": c.metrics} for c in self.cases],
@@ -201,6 +217,8 @@ def run_cases(cases: Sequence[Any], run: Callable[[Any], Any],
         out = run(case)
         outcomes.append(out)
         results.append(judge(case, out))
+        if case.source == "private":
+            conceal(results[-1], out)
         if progress:
             print(progress_line(k + 1, len(cases), results[-1], time.perf_counter() - t0),
                   flush=True)
@@ -211,6 +229,51 @@ def run_cases(cases: Sequence[Any], run: Callable[[Any], Any],
                                    "repeated time-outs)") for c in cases[k + 1:]]
             break
     return results, outcomes, status
+
+
+# What a private case's message may say: the rule its answer broke, found by a phrase of
+# the graders' own messages, never the message itself (it may quote the case's content,
+# and so may what the function printed or raised).
+PRIVATE_RULES = (
+    ("off by one", "an interval is off by one (the end is inclusive)"),
+    ("did not round up to the alignment", "bytes not rounded up to the alignment"),
+    ("no bytes of its own", "a parameter update has no bytes of its own"),
+    ("theoretical minimum", "wrong theoretical minimum"),
+    ("no interval for tensor", "a tensor has no interval"),
+    ("is not a tensor of this graph", "an interval for a name that is no tensor"),
+    ("you said (start, end, bytes)", "a wrong interval"),
+    ("validator rejects", "the validator rejects the plan"),
+    ("not one of the buffers", "an offset for an id that is no buffer"),
+    ("running the graph in", "the graph's outputs are wrong in this arena"),
+    ("is larger than", "valid, but a larger arena than the baseline's"),
+    ("PINNED", "a pinned tensor got the lowest score"),
+    ("a score must be a number", "a score that is not a number"),
+    ("thrashed", "the run thrashed"),
+    ("got stuck", "the run got stuck"),
+    ("do not replay", "the eviction choices do not replay"),
+    ("the arena reached", "over the budget"),
+    ("outputs differ", "the outputs differ from a plain run"),
+    ("against DTR's", "correct, but more compute than DTR's"),
+    ("your heuristic raised", "the heuristic raised an exception"),
+    ("expected", "an answer of the wrong type"),
+)
+STATUS_RULES = {"error": "the function raised an exception",
+                "timeout": "the function did not finish within the time limit",
+                "crash": "the function crashed its process",
+                "lost": "the function could not be run"}
+
+
+def conceal(r: CaseResult, out: Any) -> None:
+    """Keep a private case's content out of every report: its message becomes the rule
+    broken, and what the function printed is dropped."""
+    r.printed = ""
+    if r.passed and not r.message:
+        return
+    rule = STATUS_RULES.get(getattr(out, "status", ""), "")
+    if not rule:
+        rule = next((why for phrase, why in PRIVATE_RULES if phrase in r.message),
+                    "a wrong answer")
+    r.message = f"private case {'passed' if r.passed else 'failed'}: {rule}"
 
 
 def _raised_not_implemented(o: Any) -> bool:

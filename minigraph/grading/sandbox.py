@@ -3,14 +3,16 @@
 Importing a submission in the grader's own process lets it decide its own grade: it can
 replace the grader's checks, `os._exit(0)` before any report, or hang at import. So
 `grade()` (and `python -m minigraph.grading`, and the pytest plugin) start a fresh
-interpreter (`sys.executable`) under a memory limit (RLIMIT_AS, where the OS has it)
+interpreter (`sys.executable`), as isolated as the platform allows (`isolation`: another
+user, bubblewrap's namespaces, a folder of its own, a clean environment, hard limits),
 that imports the file and then answers one request per call: the arguments go in
 (pickled: parent to child only), the plain result comes back as one line of tagged JSON
 (never pickle: unpickling the child's bytes would run its code here). In the child each
 call runs in a forked process with the case's time limit, as `run_case` does for any
 function; the parent bounds the loading, each answer and the whole session, so an exit,
 a crash, a hang or garbage fails the case with the reason. Nothing that comes back is
-trusted: the checks judge it in the parent (validator, re-execution, DTR replay).
+trusted: the checks judge it in the parent (validator, re-execution, DTR replay). When
+the session closes, every process the file started is killed before the grade is final.
 """
 
 from __future__ import annotations
@@ -20,20 +22,22 @@ import math
 import os
 import pickle
 import queue
-import signal
+import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import GradingError
 from ..graph import Graph
-from . import heuristic_grader, liveness_grader, planner_grader
-from .cases import PRIVATE_ENV, PRIVATE_SEED_ENV, graph_from_json, graph_to_json
+from . import heuristic_grader, isolation, liveness_grader, planner_grader
+from .cases import graph_from_json, graph_to_json
 from .runner import Garbage, Outcome, Remote, run_case, scaled
 from .tamper import changed_names, snapshot, source_tampering
 
@@ -42,7 +46,6 @@ ANSWER_SLACK = 10.0          # seconds past a call's own limit before the child 
 SESSION_TIME_LIMIT = 900.0   # seconds of one child's whole life, scaled
 MEMORY_LIMIT = 4 << 30       # bytes of address space for the child (RLIMIT_AS)
 MAX_MESSAGE = 64 << 20       # bytes of one answer; a longer one is garbage
-SOLUTION_ENV = "MINIGRAPH_SOLUTION"
 STATUSES = ("ok", "error", "timeout", "crash")
 GRADING_MODULES = ("minigraph.grading.heuristic_grader", "minigraph.grading.liveness_grader",
                    "minigraph.grading.planner_grader")   # where a request's target may live
@@ -145,14 +148,18 @@ def _unpack(x: Any) -> Any:
 
 class Submission(Remote):
     """The function `name` of the student's file `path` (.py or .ipynb), living in a child
-    process started on the first call. `problem` says why it cannot be called any more
-    (the file did not load, the child exited, hung or sent garbage); each call then
-    returns at once with that reason. Use it as a context manager, or `close()` it."""
+    process started on the first call, as isolated as the platform allows
+    (`isolation.jail()`): `hide` names paths it must not read (the reference solutions,
+    the private cases). `problem` says why it cannot be called any more (the file did not
+    load, the child exited, hung or sent garbage); each call then returns at once with
+    that reason. `isolation` is the report's line when isolation is partial. Use it as a
+    context manager, or `close()` it: only then is every process of the file gone."""
 
     def __init__(self, path: str | os.PathLike, name: str, *,
                  load_time_limit: float | None = None,
                  session_time_limit: float | None = None,
-                 memory_limit: int | None = MEMORY_LIMIT):
+                 memory_limit: int | None = MEMORY_LIMIT,
+                 hide: Sequence[str | os.PathLike] = ()):
         self.path = Path(path).resolve()
         if not self.path.is_file():
             raise FileNotFoundError(f"no such solution file: {self.path}")
@@ -162,12 +169,19 @@ class Submission(Remote):
         self.session_time_limit = scaled(SESSION_TIME_LIMIT) if session_time_limit is None \
             else session_time_limit
         self.memory_limit = memory_limit
+        self.hide = [str(p) for p in hide]
         self.problem = ""
+        self.isolation = ""
         self.calls = 0
         self._proc: subprocess.Popen | None = None
-        self._lines: queue.Queue = queue.Queue()
+        self._wire: _Wire | None = None
         self._deadline = math.inf
         self._log: Any = None
+        self._folder = ""
+        self._lock = False
+        self._reaper: isolation.Reaper | None = None
+        self._watch: list[str] = []
+        self._t0_ns = 0
 
     def __repr__(self) -> str:
         return f"Submission({str(self.path)!r}, {self.__name__!r})"
@@ -190,22 +204,41 @@ class Submission(Remote):
                 cheat = cheat.split(": ", 1)[1]
             self._fail(f"your file changes minigraph itself ({cheat})")
             return False
-        import tempfile
+        jail = isolation.jail()
+        self.isolation = jail.line
+        self._lock = isolation.lock(jail)
+        self._folder = isolation.make_folder(jail)
+        copy = Path(self._folder) / self.path.name
+        shutil.copyfile(self.path, copy)
+        os.chmod(copy, 0o644)
+        if jail.user and not jail.bwrap:
+            isolation.hide(self.hide)
+        if not jail.user and not jail.bwrap:   # it could change the grader's files
+            self._watch = isolation.loaded_files()
         self._log = tempfile.TemporaryFile()
-        env = {k: v for k, v in os.environ.items()
-               if k not in (SOLUTION_ENV, PRIVATE_ENV, PRIVATE_SEED_ENV)}
-        env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONUNBUFFERED="1")
-        code = "from minigraph.grading.sandbox import child_main; child_main()"
-        cmd = [sys.executable, "-c", code, str(self.path), self.__name__,
-               str(self.memory_limit or 0)]
-        t0 = time.monotonic()
+        config = isolation.child_config(jail, self.memory_limit or 0, self.session_time_limit)
+        cmd, user = isolation.child_command(jail, f"{__name__}:child_main",
+                                            [str(copy), self.__name__, config],
+                                            self._folder, self.hide)
+        env = isolation.environment(self._folder, jail.user[0] if jail.user else "student")
+        self._reaper = isolation.Reaper(jail)
+        down, up = os.pipe(), os.pipe()   # (read, write): requests down, answers up
+        t0, self._t0_ns = time.monotonic(), time.time_ns()
         self._deadline = t0 + self.session_time_limit
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._log, env=env,
-                                      start_new_session=os.name == "posix")
-        threading.Thread(target=_read_lines, args=(self._proc.stdout, self._lines),
-                         daemon=True).start()
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=down[0], stdout=up[1], stderr=self._log,
+                                          env=env, cwd=self._folder,
+                                          start_new_session=os.name == "posix", **user)
+        except OSError as e:
+            os.close(down[1])
+            os.close(up[0])
+            self._fail(f"the grading process could not start: {e}")
+            return False
+        finally:
+            os.close(down[0])
+            os.close(up[1])
+        self._wire = _Wire(down[1], up[0])
+        isolation.Reaper.children.add(self._proc.pid)
         msg = self._answer(t0 + self.load_time_limit, "loading your file",
                            self.load_time_limit)
         if msg is None:
@@ -227,24 +260,41 @@ class Submission(Remote):
         return False
 
     def close(self) -> None:
-        """Stop the child (and whatever it forked)."""
+        """Stop the child and every process it started, wherever they went; then (as the
+        grader's own user) check that the grader's files did not change meanwhile."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            _kill(proc)
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+            if not self._reaper.sweep(proc):
+                self.problem = ("processes of your file could not be stopped: nothing it "
+                                "answered counts")
+            isolation.Reaper.children.discard(proc.pid)
+        if self._reaper is not None:
+            self._reaper.close()
+            self._reaper = None
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
+        if self._watch:
+            changed = isolation.changed_since(self._watch, self._t0_ns)
+            self._watch = []
+            if changed:
+                self.problem = (f"a file of the grader changed while your file ran "
+                                f"({changed}): nothing it answered counts (instructor: "
+                                "reinstall minigraph before grading again)")
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._folder:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = ""
+        isolation.unlock(self._lock)
+        self._lock = False
 
     def _fail(self, why: str) -> None:
         self.problem = self.problem or why
         proc = self._proc
-        if proc is not None:
-            _kill(proc)
+        if proc is not None and proc.poll() is None:
+            proc.kill()   # its other processes go in close()
 
     def log_tail(self, limit: int = 1500) -> str:
         """The end of what the child wrote to stdout and stderr (prints, tracebacks)."""
@@ -256,12 +306,14 @@ class Submission(Remote):
         return self._log.read().decode("utf-8", "replace")
 
     def _answer(self, deadline: float, doing: str, allowed: float = 0.0) -> dict | None:
-        """The child's next message (a dict), or None with `problem` set."""
+        """The child's next message (a dict), or None with `problem` set. What the child
+        printed is shown only when it ended while loading: later it may have seen cases,
+        private ones included."""
         session = deadline >= self._deadline
         deadline = min(deadline, self._deadline)
         try:
-            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
+            line = self._wire.recv_line(deadline)
+        except TimeoutError:
             what = (f"the session's total time limit of {self.session_time_limit:g} s"
                     if session else f"{allowed:g} s")
             self._fail(f"{doing} did not finish within {what}: the grading process was "
@@ -270,11 +322,14 @@ class Submission(Remote):
         if line is None:
             proc = self._proc
             if proc is not None:
-                _kill(proc, grace=2.0)   # it closed its answers: whatever is left goes
+                try:
+                    proc.wait(timeout=2.0)   # it closed its answers: is it ending?
+                except subprocess.TimeoutExpired:
+                    pass
             code = proc.returncode if proc is not None else None
             why = (f"exit code {code}" if code is None or code >= 0
                    else f"killed by signal {-code}")
-            tail = self.log_tail(600).strip()
+            tail = self.log_tail(600).strip() if self.calls == 0 else ""
             self._fail(f"the grading process ended while {doing} ({why}; a submission "
                        "must not exit or kill it)" +
                        (f"; it printed:\n{tail}" if tail else ""))
@@ -285,10 +340,9 @@ class Submission(Remote):
         try:
             msg = json.loads(line)
         except (ValueError, RecursionError):
-            self._fail(f"the grading process sent garbage while {doing}: {line[:60]!r}")
-            return None
+            msg = None
         if not isinstance(msg, dict):
-            self._fail(f"the grading process sent garbage while {doing}: {line[:60]!r}")
+            self._fail(f"the grading process sent garbage while {doing}")
             return None
         return msg
 
@@ -307,11 +361,17 @@ class Submission(Remote):
                                    "student's function")
         request = {"id": ident, "target": where, "args": _pack(tuple(args)),
                    "kwargs": _pack(dict(kwargs)), "time_limit": float(time_limit)}
+        data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         t0 = time.monotonic()
-        if not self._send(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL),
-                          t0 + scaled(ANSWER_SLACK)):
-            return Outcome("lost", error=self.problem, seconds=time.monotonic() - t0)
         slack = scaled(ANSWER_SLACK)
+        trouble = self._wire.send(len(data).to_bytes(8, "little") + data,
+                                  min(t0 + slack, self._deadline))
+        if trouble:
+            if trouble != "timeout":   # it is gone: say how (sets `problem`)
+                self._answer(time.monotonic() + 1.0, "taking a request")
+            self._fail(f"the grading process stopped reading its requests ({trouble}): "
+                       "killed")
+            return Outcome("lost", error=self.problem, seconds=time.monotonic() - t0)
         msg = self._answer(t0 + time_limit + slack, "running your function",
                            time_limit + slack)
         if msg is None:
@@ -321,76 +381,105 @@ class Submission(Remote):
             if msg.get("id") != ident:
                 raise GradingError(f"an answer to call {msg.get('id')!r}, not {ident}")
             return outcome_from_wire(msg.get("outcome"))
-        except (GradingError, RecursionError) as e:
-            self._fail(f"the grading process sent garbage: {e}")
+        except (GradingError, RecursionError):
+            self._fail("the grading process sent garbage instead of an answer")
             return Outcome("lost", error=self.problem, seconds=time.monotonic() - t0)
 
-    def _send(self, data: bytes, deadline: float) -> bool:
-        """Write one request; a child that does not read it in time is hung."""
-        proc = self._proc
-        done: list[BaseException | None] = []
 
-        def write() -> None:
-            try:
-                proc.stdin.write(len(data).to_bytes(8, "little") + data)
-                proc.stdin.flush()
-                done.append(None)
-            except BaseException as e:   # noqa: BLE001  reported below
-                done.append(e)
+class _Wire:
+    """The child's two pipes seen from the grader: requests written and answer lines read
+    with deadlines, never blocking past them (poll on POSIX, a reader thread elsewhere),
+    and closed at once, whoever holds their other ends (a grandchild may)."""
 
-        th = threading.Thread(target=write, daemon=True)
-        th.start()
-        th.join(max(0.0, min(deadline, self._deadline) - time.monotonic()))
-        if not done:
-            self._fail("the grading process stopped reading its requests: killed")
-            return False
-        if done[0] is not None:
-            self._answer(time.monotonic() + 1.0, "taking a request")   # sets `problem`
-            self._fail(f"the grading process stopped reading its requests ({done[0]})")
-            return False
-        return True
+    def __init__(self, write_fd: int, read_fd: int):
+        self.w, self.r = write_fd, read_fd
+        self.buf = bytearray()
+        self.eof = False
+        self.poll = hasattr(select, "poll")
+        if self.poll:
+            os.set_blocking(write_fd, False)
+            os.set_blocking(read_fd, False)
+        else:
+            self.chunks: queue.Queue = queue.Queue()
+            threading.Thread(target=self._pump, daemon=True).start()
 
-
-def _read_lines(stream: Any, lines: queue.Queue) -> None:
-    try:
-        while True:
-            line = stream.readline(MAX_MESSAGE + 1)
-            if not line:
-                break
-            lines.put(line)
-            if len(line) > MAX_MESSAGE:
-                break
-    except (OSError, ValueError):
-        pass
-    lines.put(None)
-
-
-def _kill(proc: subprocess.Popen, grace: float = 0.0) -> None:
-    """Kill the child and its process group (the processes it forked per call), then reap
-    it; `grace` seconds to end on its own first (its exit code is then its own). The
-    group is signalled only while the child is not yet reaped: until then its pid, the
-    group's id, cannot belong to anyone else."""
-    if proc.returncode is None:
-        end = time.monotonic() + grace
-        while hasattr(os, "waitid") and time.monotonic() < end:
-            try:      # exited? (WNOWAIT: without reaping it)
-                if os.waitid(os.P_PID, proc.pid,
-                             os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                    break
-            except ChildProcessError:
-                break
-            time.sleep(0.02)
+    def _pump(self) -> None:
         try:
-            if os.name == "posix":
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:
-                proc.kill()
+            while chunk := os.read(self.r, 1 << 16):
+                self.chunks.put(chunk)
         except OSError:
             pass
-    try:
-        proc.wait(timeout=5.0)
-    except subprocess.TimeoutExpired:
-        pass
+        self.chunks.put(b"")
+
+    @staticmethod
+    def _ready(fd: int, event: int, deadline: float) -> bool:
+        p = select.poll()
+        p.register(fd, event)
+        return bool(p.poll(max(0.0, deadline - time.monotonic()) * 1000))
+
+    def recv_line(self, deadline: float) -> bytes | None:
+        """The next line (a longer one than MAX_MESSAGE: its first part), None at the end,
+        or TimeoutError past `deadline`."""
+        while True:
+            end = self.buf.find(b"\n")
+            if end >= 0 or len(self.buf) > MAX_MESSAGE or (self.eof and self.buf):
+                n = end + 1 if end >= 0 else len(self.buf)
+                line = bytes(self.buf[:n])
+                del self.buf[:n]
+                return line
+            if self.eof:
+                return None
+            if self.poll:
+                if not self._ready(self.r, select.POLLIN, deadline):
+                    raise TimeoutError
+                try:
+                    chunk = os.read(self.r, 1 << 20)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+            else:
+                try:
+                    chunk = self.chunks.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise TimeoutError from None
+            self.eof = not chunk
+            self.buf += chunk
+
+    def send(self, data: bytes, deadline: float) -> str:
+        """Write all of `data`: "" when done, "timeout" or the error otherwise."""
+        if not self.poll:
+            done: list[str] = []
+
+            def write() -> None:
+                try:
+                    os.write(self.w, data)
+                    done.append("")
+                except OSError as e:
+                    done.append(str(e))
+
+            th = threading.Thread(target=write, daemon=True)
+            th.start()
+            th.join(max(0.0, deadline - time.monotonic()))
+            return done[0] if done else "timeout"
+        view = memoryview(data)
+        while view:
+            if not self._ready(self.w, select.POLLOUT, deadline):
+                return "timeout"
+            try:
+                view = view[os.write(self.w, view):]
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                return str(e)
+        return ""
+
+    def close(self) -> None:
+        for fd in (self.w, self.r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 # ---------------------------------------------------------------------------------------
@@ -411,18 +500,6 @@ def submission_source(path: Path) -> str:
         return ""
 
 
-def _limit_memory(nbytes: int) -> None:
-    if nbytes <= 0:
-        return
-    try:
-        import resource
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        cap = nbytes if hard == resource.RLIM_INFINITY else min(nbytes, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    except (ImportError, ValueError, OSError):   # no such limit on this OS
-        pass
-
-
 def _resolve(where: str | None) -> Callable | None:
     """The grading function "module:name" (a module of this package) a request names."""
     if where is None:
@@ -433,14 +510,15 @@ def _resolve(where: str | None) -> Callable | None:
 
 
 def child_main() -> None:
-    """The child: import the file, then answer requests until stdin closes. Requests are
-    8 bytes of length + a pickle; answers are lines of JSON on the original stdout (the
-    student's prints go to stderr)."""
+    """The child: become the sandbox user, set the limits (`isolation.enter`), import the
+    file, then answer requests until stdin closes. Requests are 8 bytes of length + a
+    pickle; answers are lines of JSON on the original stdout (the student's prints go to
+    stderr)."""
+    path, name, config = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    isolation.enter(config)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    path, name, memory = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    _limit_memory(memory)
 
     def send(msg: dict) -> None:
         out.write(json.dumps(msg, allow_nan=True) + "\n")

@@ -11,7 +11,10 @@ import numpy as np
 from .. import graph as G
 from .. import ops
 from ..graph import Graph
-from ..memory.api import MemoryOptions, MemoryReport, plan_memory
+from ..memory.api import MemoryOptions, plan_memory
+from ..memory.liveness import liveness
+from ..memory.plan import MemoryPlan
+from ..memory.planners import plan_buffers
 from ..models import get_model
 
 ALIGNMENTS = (1, 2, 4, 8, 16, 64, 512)
@@ -27,15 +30,27 @@ def mixed_graph() -> Graph:
         return Graph([ops.sum(ea * a), ops.sum(eb * b)], name="mixed")
 
 
-def misaligned(rep: MemoryReport, graph: Graph) -> list[str]:
-    """Planned tensors whose offset is not a multiple of their dtype's size."""
-    return [n for n, off in rep.plan.offsets.items()
+def misaligned(plan: Any, graph: Graph) -> list[str]:
+    """Planned tensors (of a MemoryPlan or a MemoryReport) whose offset is not a multiple
+    of their dtype's size."""
+    plan = getattr(plan, "plan", plan)
+    return [n for n, off in plan.offsets.items()
             if off % np.dtype(graph.tensor(n).dtype).itemsize]
 
 
-def _misaligned_at(alignment: int) -> list[str]:
+def tight_plan(alignment: int) -> MemoryPlan:
+    """refcount's plan of `mixed_graph`'s buffers at `alignment`, as a planner makes it:
+    from the buffers alone, which carry no dtype (`plan_memory` would also place every
+    offset at a multiple of each tensor's itemsize)."""
     g = mixed_graph()
-    return misaligned(plan_memory(g, MemoryOptions(planner="refcount", alignment=alignment)), g)
+    live = liveness(g, alignment=alignment)
+    _, placed = plan_buffers(live.buffers(), "refcount", alignment)
+    return MemoryPlan(live, dict(placed.offsets), placed.arena_bytes, planner="refcount",
+                      graph=g, inplace_rule=None)
+
+
+def _misaligned_at(alignment: int) -> list[str]:
+    return misaligned(tight_plan(alignment), mixed_graph())
 
 
 def exercise_1(answer: Any) -> tuple[bool, str]:

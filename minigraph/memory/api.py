@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import PlanError
-from ..graph import Graph, fmt_bytes
+from ..graph import Graph, as_graph, fmt_bytes
 from .buffers import Buffer, arena_size, theoretical_minimum
 from .coloring import check_coloring, tensor_colors
 from .inplace import INPLACE_RULES, inplace_pairs, merge_inplace
 from .liveness import Liveness, liveness
 from .orders import ORDERS, schedule
-from .plan import MemoryPlan
+from .plan import MemoryPlan, offset_alignment
 from .planners import JOINT_PLANNERS, plan_buffers
 from .planners.joint import plan_jointly
 from .safe_sharing import safe_pairs, safe_placement
@@ -177,22 +177,27 @@ def planning_buffers(graph: Graph, live: Liveness, options: MemoryOptions
 
 
 def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -> MemoryReport:
-    """Plan the graph's memory with `options` (or keyword overrides); the plan is validated."""
+    """Plan the graph's memory with `options` (or keyword overrides); the plan is validated.
+    Sizes are rounded to `options.alignment`; offsets are placed at `offset_alignment`
+    (also a multiple of every planned tensor's itemsize, so the executor's views are
+    aligned)."""
+    graph = as_graph(graph)                  # a model (zoo Model, TorchModel): its graph
     options = (options or MemoryOptions()).replace(**kw) if kw else (options or MemoryOptions())
     t0 = time.perf_counter()
     if options.safe and options.planner in JOINT_PLANNERS:    # it places by its own rules
         raise PlanError(f"safe=True cannot be combined with joint planner "
                         f"{options.planner!r}: choose a planner of PLANNERS")
-    joint = plan_jointly(graph, options) if options.planner in JOINT_PLANNERS else None
+    at = offset_alignment(graph, options.alignment)     # a multiple of every itemsize
+    joint = plan_jointly(graph, options.replace(alignment=at)) \
+        if options.planner in JOINT_PLANNERS else None
     live = liveness(graph, joint.schedule if joint else schedule(graph, options.order),
                     options.alignment)       # a joint planner chose the schedule [Steiner 2023]
     merged, group, pairs, colors = planning_buffers(graph, live, options)
-    _, placement = (joint.place(merged, options.alignment) if joint else
-                    safe_placement(graph, live, merged, group, pairs, options.planner,
-                                   options.alignment, **options.planner_args)
+    _, placement = (joint.place(merged, at) if joint else
+                    safe_placement(graph, live, merged, group, pairs, options.planner, at,
+                                   **options.planner_args)
                     if options.safe else
-                    plan_buffers(merged, options.planner, options.alignment,
-                                 **options.planner_args))
+                    plan_buffers(merged, options.planner, at, **options.planner_args))
     offsets = {name: placement.offsets[gid] for name, gid in group.items()}
     arena = arena_size(live.buffers(), offsets)      # per tensor: what the validator checks
     plan = MemoryPlan(live, offsets, arena, pairs, options.planner, placement.note, colors,

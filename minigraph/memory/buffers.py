@@ -12,6 +12,7 @@ import bisect
 import heapq
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import PlanError
 
@@ -52,6 +53,15 @@ class Placement:
            blocks: list[list[Hashable]] | None = None) -> Placement:
         """The placement of `buffers` at `offsets`, its arena measured (`arena_size`)."""
         return cls(dict(offsets), note, blocks, arena_bytes=arena_size(buffers, offsets))
+
+
+def alignment_value(alignment: Any, who: str = "alignment") -> int:
+    """`alignment` as a plain int >= 1 (np.int64(512) -> 512); PlanError naming `who` and
+    the value for anything else: a string, a float, a bool, 0 or less."""
+    if isinstance(alignment, bool) or not hasattr(type(alignment), "__index__") or \
+            alignment < 1:
+        raise PlanError(f"{who} must be a whole number of bytes >= 1, not {alignment!r}")
+    return int(alignment)
 
 
 def align_up(n: int, alignment: int) -> int:

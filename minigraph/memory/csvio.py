@@ -114,11 +114,15 @@ def _rows(src, columns: Sequence[str]) -> tuple[list[tuple[int, dict[str, str]]]
     try:
         header = next(reader, None)
         col = _header(header, columns, source)
+        ended = reader.line_num
         for row in reader:
-            line = reader.line_num
+            line, begun, ended = reader.line_num, ended + 1, reader.line_num
             if not row or all(not x.strip() for x in row):
                 continue
             if len(row) != len(header):
+                if line > begun and any("\n" in x or "\r" in x for x in row):
+                    raise CSVError(f"a quote opened on line {begun} is never closed (lines "
+                                   f"{begun}-{line} were read as one row)", source, begun)
                 raise CSVError(f"{len(row)} fields, the header has {len(header)}", source, line)
             rows.append((line, {c: row[k] for c, k in col.items()}))
     except csv.Error as e:      # a field over csv.field_size_limit(), a stray quote

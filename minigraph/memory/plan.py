@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass, field
 
 from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, validate_offsets
 from .inplace import check_rule, inplace_refusal
-from .liveness import Interval, Liveness, check_schedule, liveness
+from .liveness import PLANNED_KINDS, Interval, Liveness, check_schedule, itemsize, liveness
+
+
+def offset_alignment(graph: Graph, alignment: int) -> int:
+    """The alignment `plan_memory` places offsets at: `alignment`, raised to a multiple of
+    the itemsize of every tensor it plans (alignment 1 on a float32 graph places at 4,
+    alignment 3 at 12). A tensor's elements must be aligned: NumPy's kernels round
+    differently on an unaligned array (other bits than the run without reuse), CuPy's
+    cannot view one. Sizes stay rounded to `alignment` alone."""
+    outputs = set(graph.outputs)
+    sizes = {itemsize(t.dtype) for t in graph.tensors.values()
+             if t.kind in PLANNED_KINDS and t.name not in outputs}
+    return math.lcm(alignment, *sizes)
 
 
 @dataclass
@@ -70,7 +84,9 @@ class MemoryPlan:
 
     def validate(self, graph: Graph | None = None) -> MemoryPlan:
         """Raise PlanError unless no two tensors alive at one step overlap (in-place
-        hand-overs excepted), every offset is aligned and everything fits in the arena.
+        hand-overs excepted), every offset is aligned (to the plan's alignment and, with a
+        graph, to the tensor's itemsize: `check_itemsizes`) and everything fits in the
+        arena.
 
         Against `graph` (default: the graph it was planned for) the plan must first be
         bound to it (`bound_to`: the sizes checked are the graph's real bytes), and every
@@ -87,6 +103,8 @@ class MemoryPlan:
         made its liveness from the graph, so it skips `bound_to`'s second liveness pass)."""
         self._offsets_name_planned_tensors()
         self._check_rule()
+        if graph is not None:
+            self.check_itemsizes(graph)
         if graph is None and self.inplace:
             a, b = self.inplace[0]
             raise PlanError(f"in-place {a} -> {b} cannot be checked without the graph: "
@@ -98,6 +116,21 @@ class MemoryPlan:
                                 f"{why}")
         validate_offsets(self.buffers(), self.offsets, self.arena_bytes, self.alignment,
                          self.inplace)
+        return self
+
+    def check_itemsizes(self, graph: Graph) -> MemoryPlan:
+        """Raise PlanError unless every offset is a multiple of its tensor's itemsize: the
+        executor views the arena at that offset as the tensor's dtype, and an unaligned
+        view runs other kernels (NumPy rounds differently: other bits than the run without
+        reuse; CuPy refuses it). A plan at an alignment below an itemsize has some."""
+        for name, off in self.offsets.items():
+            dtype = graph.tensors[name].dtype
+            k = itemsize(dtype)
+            if off % k:
+                raise PlanError(f"tensor {name} ({dtype}) at offset {off} is not a multiple "
+                                f"of its itemsize {k}: its elements would be read unaligned "
+                                f"(other results than without reuse); plan at an alignment "
+                                f"that is a multiple of {k} (plan_memory does so itself)")
         return self
 
     def _check_rule(self) -> None:
@@ -131,30 +164,48 @@ class MemoryPlan:
 
     def parallel_hazards(self, graph: Graph) -> list[tuple[str, str]]:
         """Pairs (a, b) sharing bytes where b's producer is not ordered after every reader
-        of a by the graph itself: run concurrently, b could overwrite a while it is read."""
+        of a by the graph itself: run concurrently, b could overwrite a while it is read.
+
+        Only a's in-place successor and the tensors born after a dies, up to step `last`,
+        are compared with a: after `last` every node descends from each use of a (their
+        descendants' bits, ANDed), so nothing born there can be a hazard. On a chain that
+        leaves none: O(n) pairs instead of every pair."""
         order = list(self.schedule)
         pos = {n: k for k, n in enumerate(order)}
         anc: dict[str, int] = {}   # ancestor sets as bitsets over schedule positions
+        parents: dict[str, list[str]] = {}
         for n in order:
             node = graph.node(n)
+            ps = [graph.tensors[i].producer for i in node.inputs]
+            parents[n] = [p for p in ps if p is not None] + list(node.deps)
             bits = 0
-            for i in node.inputs:
-                p = graph.tensors[i].producer
-                if p is not None:
-                    bits |= anc[p] | (1 << pos[p])
-            for d in node.deps:
-                bits |= anc[d] | (1 << pos[d])
+            for p in parents[n]:
+                bits |= anc[p] | (1 << pos[p])
             anc[n] = bits
-        inplace = set(self.inplace)
+        desc = dict.fromkeys(order, 0)
+        for n in reversed(order):
+            for p in parents[n]:
+                desc[p] |= desc[n] | (1 << pos[n])
+        full = (1 << len(order)) - 1
+        gives: dict[str, list[str]] = {}
+        for x, y in self.inplace:
+            gives.setdefault(x, []).append(y)
         ivs = self.liveness.intervals
         names = sorted((n for n in self.offsets if self.size(n)), key=lambda n: ivs[n].start)
+        starts = [ivs[n].start for n in names]
+        index = {n: j for j, n in enumerate(names)}
         hazards = []
         for i, a in enumerate(names):
             lo, hi = self.offsets[a], self.offsets[a] + self.size(a)
             users = [graph.tensors[a].producer, *graph.consumers[a]]
-            for b in names[i + 1:]:
-                if ivs[b].start <= ivs[a].end and (a, b) not in inplace:
-                    continue
+            after = full
+            for u in users:
+                after &= desc[u]
+            last = (full & ~after).bit_length() - 1     # the last node not after every use
+            first = bisect.bisect_right(starts, ivs[a].end)      # born after a dies
+            hand = sorted(j for b in gives.get(a, ()) if i < (j := index.get(b, -1)) < first)
+            for j in [*hand, *range(first, bisect.bisect_right(starts, last))]:
+                b = names[j]
                 off = self.offsets[b]
                 if off >= hi or lo >= off + self.size(b):
                     continue

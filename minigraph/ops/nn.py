@@ -12,11 +12,12 @@ Outputs nobody reads (the statistics at inference) die right after their step.
 
 from __future__ import annotations
 
+import numbers
 import zlib
 
 import numpy as np
 
-from ..errors import DTypeError
+from ..errors import ArgumentError, DTypeError
 from ..graph import Tensor, check_same_dtype
 from ..tensor import _auto_name
 from .elementwise import neg
@@ -627,9 +628,10 @@ def dropout(x: Tensor, p: float, seed: int = 0, name: str | None = None) -> Tens
     The mask depends on (seed, this node's name, the executor's step and seed, element
     index) only; `Executor.run(step=k)` changes it from step to step. p = 0 is identity.
     """
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
+        raise ArgumentError(f"dropout({x.name}): p must be in [0, 1), not {p!r} "
+                            "(a number; p = 1 would drop every element and scale by 1/0)")
     p = float(p)
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout({x.name}): p must be in [0, 1), not {p}")
     if p == 0.0:
         return x
     name = name or _auto_name("dropout")

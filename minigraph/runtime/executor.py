@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import PoolMeter, array_module, empty, resolve_device, to_numpy, upload
-from ..errors import DeviceError, FeedError, PlanTypeError
+from ..errors import FeedError, PlanTypeError
 from ..feeds import (  # noqa: F401  (check_feeds and init_params re-exported)
     check_feeds,
     check_fits,
@@ -25,7 +25,7 @@ from ..feeds import (  # noqa: F401  (check_feeds and init_params re-exported)
     index_feeds,
     init_params,
 )
-from ..graph import Graph
+from ..graph import Graph, as_graph
 from ..memory.api import MemoryReport
 from ..memory.plan import MemoryPlan
 from ..ops.registry import index_bounds, workspace_of
@@ -43,6 +43,7 @@ class Executor:
 
     def __init__(self, graph: Graph, plan: MemoryPlan | MemoryReport | None = None,
                  device: str = "auto", seed: int = 0, validate: bool = True):
+        graph = as_graph(graph)              # a model (zoo Model, TorchModel): its graph
         if isinstance(plan, MemoryReport):
             plan = plan.plan
         elif plan is not None and not isinstance(plan, MemoryPlan):
@@ -57,13 +58,8 @@ class Executor:
             # edges or schedule) would run silently wrong even with validate=False.
             if validate:
                 plan.validate(graph)            # bound_to(graph) first, then the proof
-            else:
-                plan.bound_to(graph)
-            for name in plan.offsets:
-                t = graph.tensor(name)
-                if plan.offsets[name] % np.dtype(t.dtype).itemsize and self.device == "gpu":
-                    raise DeviceError(f"tensor {name} at offset {plan.offsets[name]} is not "
-                                      f"aligned for {t.dtype}; plan with alignment >= 8")
+            else:                               # an unaligned view is wrong on any device
+                plan.bound_to(graph).check_itemsizes(graph)
             self.order = [graph.node(n) for n in plan.schedule]
         else:
             self.order = list(graph.nodes)

@@ -15,9 +15,11 @@ Comparing them with the static planners is an experiment (`minigraph.experiments
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ...errors import MinigraphError
 from .arena import ArenaAllocator, BestFitAllocator, FirstFitAllocator  # noqa: F401
 from .base import (  # noqa: F401
     AllocatorResult,
@@ -58,13 +60,26 @@ ALLOCATORS: dict[str, Callable[..., OnlineAllocator]] = {
 }
 
 
+class AllocatorOptionError(MinigraphError, ValueError):
+    """An allocator name or option `make_allocator` does not know; names the known ones."""
+
+
 def make_allocator(name: str, **options: Any) -> OnlineAllocator:
-    """A fresh allocator by name (see `ALLOCATORS`), with its options."""
+    """A fresh allocator by name (see `ALLOCATORS`), with its options (AllocatorOptionError
+    for an unknown name or option)."""
+    cls = ALLOCATORS.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise AllocatorOptionError(f"unknown allocator {name!r}; known: "
+                                   f"{', '.join(ALLOCATORS)}")
     try:
-        cls = ALLOCATORS[name]
-    except KeyError:
-        raise KeyError(f"unknown allocator {name!r}; known: {', '.join(ALLOCATORS)}") from None
-    return cls(**options)
+        return cls(**options)
+    except TypeError as e:          # an unexpected keyword, here or in a base class
+        if "unexpected keyword" not in str(e):
+            raise
+        takes = [p.name for p in inspect.signature(cls).parameters.values()
+                 if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD]
+        raise AllocatorOptionError(f"allocator {name!r}: {e}; its options include "
+                                   f"{', '.join(takes)}") from None
 
 
 def simulate(trace: Any, allocator: str | OnlineAllocator = "caching", *, check: bool = False,

@@ -30,16 +30,23 @@ class TraceError(MinigraphError, ValueError):
 def as_trace(events: Any) -> list[Event]:
     """Check and normalise a trace: a list of tuples, or anything with `.events` (a DTR run).
 
-    A free may be written `("free", id)` or `("free", id, size)`; its size is taken from
-    the alloc. Raises TraceError naming the event index and the tensor.
+    A free may be written `("free", id)`, `("free", id, 0)` or `("free", id, size)` with
+    the alloc's size; its size is taken from the alloc. An id is hashable and not None.
+    Raises TraceError naming the event index and the tensor.
     """
     events = getattr(events, "events", events)
+    if isinstance(events, (str, bytes, dict)) or not isinstance(events, Iterable):
+        raise TraceError(f"a trace is a list of (kind, id, size) events, not "
+                         f"{type(events).__name__}")
     out: list[Event] = []
     live: dict[Hashable, int] = {}
     for k, ev in enumerate(events):
         if not isinstance(ev, (tuple, list)) or len(ev) not in (2, 3):
             raise TraceError(f"event {k}: {ev!r} is not (kind, id, size)")
         kind, tid = ev[0], ev[1]
+        if tid is None or not isinstance(tid, Hashable) or isinstance(tid, bool):
+            raise TraceError(f"event {k}: {kind} of id {tid!r}; an id is a name or a "
+                             "number (None marks a free block)")
         if kind == "alloc":
             size = ev[2] if len(ev) == 3 else None
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
@@ -53,6 +60,9 @@ def as_trace(events: Any) -> list[Event]:
         elif kind == "free":
             if tid not in live:
                 raise TraceError(f"event {k}: free of {tid!r}, which is not alive")
+            if len(ev) == 3 and ev[2] not in (0, live[tid]) or isinstance(ev[-1], bool):
+                raise TraceError(f"event {k}: free of {tid!r} with {ev[2]!r} bytes; its "
+                                 f"alloc had {live[tid]} (0, or no size, means the alloc's)")
             out.append(("free", tid, live.pop(tid)))
         else:
             raise TraceError(f"event {k}: unknown kind {kind!r}; expected one of {KINDS}")

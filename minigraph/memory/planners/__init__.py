@@ -111,6 +111,11 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
     if "alignment" in inspect.signature(fn).parameters:
         options = {**options, "alignment": alignment}
     end = _planning_ends(options.get("time_limit"), len(buffers))
+    seen: set[Hashable] = set()
+    for b in buffers:
+        if b.id in seen:
+            raise PlanError(f"two buffers share the id {b.id!r}")
+        seen.add(b.id)
     aligned = aligned_buffers(buffers, alignment)
     offsets: dict[Hashable, int] = {}
     notes, blocks, base = [], [], 0
@@ -137,7 +142,11 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
             notes.append(placed.note)
         if placed.blocks:
             blocks.extend(placed.blocks)
-    validate_offsets(aligned, offsets, alignment=alignment)
+    try:
+        validate_offsets(aligned, offsets, alignment=alignment)
+    except PlanError as e:        # the buffers were aligned here: the planner is at fault
+        raise PlanError(f"planner {planner} returned an invalid plan (at alignment "
+                        f"{alignment}): {e}") from None
     return aligned, Placement.of(aligned, offsets, "; ".join(notes), blocks or None)
 
 

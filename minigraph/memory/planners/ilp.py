@@ -11,7 +11,7 @@ a common step a binary z_ij ("i lies below j"). Minimise M subject to
 with U the arena of the best heuristic plan (an upper bound, also M's), and M at least
 the theoretical minimum (a lower bound). One pair's orientation is fixed: flipping a plan
 upside down gives another plan, so half the tree is the mirror of the other half.
-Solved by HiGHS through `scipy.optimize.milp` (silent). The offsets returned are
+Solved by HiGHS through `scipy.optimize.milp` (silent: `quietly`). The offsets returned are
 recomputed from the solver's pairwise orders as longest paths (in a topological order of
 the orders, not of the solver's offsets, which a tolerance may leave inconsistent), so
 they are exact integers; the one validator checks them, and a plan it refuses gives way
@@ -34,6 +34,7 @@ from . import register
 from .anneal import overlap_lists, overlapping_pairs
 from .engine.budget import NEVER, Deadline, OutOfTime, check_time_limit
 from .engine.heuristics import ge_offsets, start_plans
+from .engine.quiet import quietly
 
 MAX_PAIRS = 200_000        # above this the model is too big to build; keep the heuristic
 MAX_CUT_TERMS = 500_000    # clique cuts are left out when they would be larger than this
@@ -108,7 +109,7 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
         return Placement.of(buffers, offsets, f"ilp not solved ({stop.step}: time limit "
                             f"reached); {h_name}: {gap_note(upper, lower)}")
     left = max(time_limit - (time.perf_counter() - t0), 0.1)
-    res = milp(**model, options={"time_limit": left, "disp": False})
+    res = quietly(milp, **model, options={"time_limit": left, "disp": False})
     bound = lower
     if res.get("mip_dual_bound") is not None and np.isfinite(res.mip_dual_bound):
         bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)) * grain)

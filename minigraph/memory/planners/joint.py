@@ -57,6 +57,7 @@ from ..orders import ORDERS
 from ..topo import BEST_OF
 from . import JOINT_PLANNERS
 from .engine.budget import Deadline, OutOfTime, check_time_limit
+from .engine.quiet import quietly
 from .ilp import Rows, gap_note, heuristics, stack_by_orders
 
 MAX_NODES = 40          # "a few dozen": n^2 schedule binaries, pairs x steps constraints
@@ -291,10 +292,10 @@ def _solve(pb: _Problem, lower: int, upper: int, deadline: Deadline
     deadline.check("loading the solver")
     c = np.zeros(var.n)
     c[m] = 1.0
-    res = milp(c, integrality=np.array(var.integer), bounds=Bounds(var.lo, var.hi),
-               constraints=LinearConstraint(rows.matrix(var.n), rows.lo, rows.hi),
-               options={"time_limit": max(deadline.left() - SOLVER_EXIT, 1e-3),
-                        "disp": False})
+    res = quietly(milp, c, integrality=np.array(var.integer), bounds=Bounds(var.lo, var.hi),
+                  constraints=LinearConstraint(rows.matrix(var.n), rows.lo, rows.hi),
+                  options={"time_limit": max(deadline.left() - SOLVER_EXIT, 1e-3),
+                           "disp": False})
     return res, a, r, z
 
 

@@ -18,6 +18,7 @@ a counter, any S <= free bytes fits. Comparing the two shows what fragmentation 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -34,13 +35,17 @@ CHEAP_DENSITY = 2.0
 
 class DTRArena(FirstFitArena):
     """First fit with `give(offset, owner)`: the block at `offset` changes owner (its bytes
-    stay), which is how an in-place op's output takes over its input's block."""
+    stay), which is how an in-place op's output takes over its input's block.
+    `physical(offset)`: where a real run's backend puts the block (here: at `offset`)."""
 
     staged_moves = False     # compact()'s moves are safe to copy one by one, in order
 
     def give(self, offset: int, owner: Hashable) -> None:
         size, _ = self._used[offset]
         self._used[offset] = (size, owner)
+
+    def physical(self, offset: int) -> int:
+        return offset
 
 
 class PartitionedArena(DTRArena):
@@ -51,10 +56,21 @@ class PartitionedArena(DTRArena):
 
     staged_moves = True      # blocks may swap places: copy every source before writing
 
-    def __init__(self, capacity: int, expensive: Callable[[Hashable], bool]):
+    def __init__(self, capacity: int, expensive: Callable[[Hashable], bool], unit: int = 1):
         super().__init__(capacity)
         self.expensive = expensive
+        self.unit = max(int(unit), 1)        # divides every request (the alignment, at least)
         self.high: set[int] = set()          # starts of the blocks placed from the top
+
+    def physical(self, offset: int) -> int:
+        """Where a real run puts the block at `offset`: rounded down to `unit`. A block
+        placed from the top at budget - size is unaligned when the budget is not a
+        multiple of the unit (a float32 view would read unaligned, other bits). Every
+        block starts at a multiple of the unit, or one plus r = budget % unit (those
+        placed from the top end), and the gap from a block ending at a multiple up to a
+        block starting at one plus r holds r bytes at least: moving the second kind down
+        by r collides with nothing. The decisions, made on these offsets, stay the same."""
+        return offset - offset % self.unit
 
     def alloc(self, size: int, owner: Hashable) -> int | None:
         if not self.expensive(owner):
@@ -189,7 +205,9 @@ def make_arena(allocator: str, partition: bool | float, budget: int, program: An
     if threshold is None:
         return ALLOCATORS[allocator](budget)
     cheap = cheap_tensors(program, threshold)
-    return PartitionedArena(budget, lambda owner: isinstance(owner, int) and not cheap[owner])
+    sizes = [t.size for t in program.tensors] + [op.workspace for op in program.ops]
+    return PartitionedArena(budget, lambda owner: isinstance(owner, int) and not cheap[owner],
+                            math.gcd(*sizes))
 
 
 def cheap_tensors(program: Any, threshold: float) -> list[bool]:

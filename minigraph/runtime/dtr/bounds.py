@@ -41,10 +41,14 @@ class Bounds:
     once) plus bytes that can never be evicted; no smaller budget can work, and the
     runtime refuses one at once. `safe`: a budget at which the runtime never gets stuck
     (every op can run with everything else evicted; it rematerialises inputs in the order
-    this bound assumes, see `Program`). It finishes unless the recomputation passes the
-    thrash limit: at `safe` a chain of n ops recomputes O(n^2) ops, so with the default
-    limit (10x the base cost) it stops with ThrashError from a few dozen ops on; with
-    `thrash_limit=math.inf` it always finishes.
+    this bound assumes, see `Program`), as long as it may compact the arena when the
+    free bytes are scattered (`defrag` "first" or "last-resort"). It finishes unless the
+    recomputation passes the thrash limit: at `safe` a chain of n ops recomputes O(n^2)
+    ops, so with the default limit (10x the base cost) it stops with ThrashError from a
+    few dozen ops on; with `thrash_limit=math.inf` it always finishes. With
+    `defrag="never"` the bytes are counted but not their places: a first-fit arena can
+    leave no block large enough at any budget below `peak`, and the runtime then stops
+    with BudgetError (never loops: `RELIEF_SLACK`).
     `peak`: the arena this runtime needs without rematerialisation under its first-fit
     allocator (the highest address a no-evict run reaches, workspace included): arena
     ratio 1.0 never evicts. `live`: the largest sum of live bytes plus workspace (the
@@ -102,6 +106,32 @@ def budget_ratio(ratio: Any) -> float:
     if ok and math.isfinite(ratio) and ratio > 0:
         return float(ratio)
     raise BudgetError(f"a DTR budget ratio is a finite number > 0, not {ratio!r}")
+
+
+#: Reliefs (the runtime letting go of the inputs that waiting ops have pinned) allowed
+#: during one op's call, beyond the program's number of calls. Where the free bytes are
+#: scattered and may not be compacted, two waiting ops can take each other's bytes for
+#: ever; a run that moves forward needs about one.
+RELIEF_SLACK = 10
+
+
+def stuck_error(name: str, need: int, budget: int, pinned: int, free: int, b: Bounds,
+                defrag: str, cycling: bool = False) -> BudgetError:
+    """The BudgetError of a run that cannot place `need` bytes (or, `cycling`, keeps
+    letting go of the same inputs), saying why and at which budget it would not be."""
+    where = f"DTR on {name}: " + (f"at a budget of {budget:,} B relief keeps letting go of "
+                                  "the inputs that waiting ops need, without moving forward"
+                                  if cycling else
+                                  f"cannot place {need:,} B in a budget of {budget:,} B")
+    state = f"{pinned:,} B are pinned or cannot be evicted and {free:,} B are free"
+    if budget < b.safe:
+        return BudgetError(f"{where}: {state}. At {b.safe:,} B it never gets stuck",
+                           minimum=b.safe)
+    why = (f", but scattered, and defrag={defrag!r} does not compact them (with "
+           f"'last-resort' or 'first' it never gets stuck at {b.safe:,} B)"
+           if defrag == "never" else "")
+    return BudgetError(f"{where}, at or above the safe {b.safe:,} B: {state}{why}; without "
+                       f"rematerialisation it needs {b.peak:,} B", minimum=b.peak)
 
 
 def check_budget(program: ProgramData, budget: int) -> None:

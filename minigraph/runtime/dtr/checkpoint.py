@@ -30,6 +30,7 @@ import numpy as np
 
 from ...errors import BudgetError, GraphError
 from ...graph import Graph
+from ...memory.planners.engine.quiet import quietly
 from .program import CostSpec, Program, as_program, resolve_budget
 
 
@@ -423,6 +424,6 @@ class _CheckmateMILP:
             if key[0] == "R":
                 c[col] = self.p.ops[key[2]].cost
         A = coo_matrix((self.vals, (self.rows, self.cols)), shape=(len(self.lo), nv)).tocsr()
-        return milp(c, constraints=LinearConstraint(A, self.lo, self.hi),
-                    integrality=self.integrality, bounds=LB(self.lb, self.ub),
-                    options={"time_limit": float(time_limit), "disp": False})
+        return quietly(milp, c, constraints=LinearConstraint(A, self.lo, self.hi),
+                       integrality=self.integrality, bounds=LB(self.lb, self.ub),
+                       options={"time_limit": float(time_limit), "disp": False})

@@ -13,6 +13,7 @@ graph outputs) have their own buffers.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from ...backend import array_module, resolve_device, to_numpy, upload
-from ...errors import DeviceError
+from ...errors import DeviceError, PlanError
 from ...feeds import check_feeds, check_fits, check_index_feed, index_feeds
-from ...graph import Graph
+from ...graph import Graph, as_graph
+from ...memory.plan import offset_alignment
 from ...ops.registry import KernelContext
 from ..kernels import run_kernel
 from .bounds import check_budget
@@ -70,6 +72,7 @@ class ArrayBackend:
     def start(self, rt: DTRRuntime) -> None:
         xp, g, p = self.xp, self.graph, rt.program
         self.arena = xp.empty(rt.budget, dtype=np.uint8)
+        self.at = rt.arena.physical         # the runtime's offset -> this array's (aligned)
         ext: dict[int, Any] = {}
         for k, t in enumerate(p.tensors):
             if not t.external:
@@ -94,7 +97,7 @@ class ArrayBackend:
         if not p.arena[t]:
             return self.ext[t]
         spec = p.tensors[t]
-        at = rt.addr[t]
+        at = self.at(rt.addr[t])
         n = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
         return self.arena[at:at + n].view(spec.dtype).reshape(spec.shape)
 
@@ -104,8 +107,8 @@ class ArrayBackend:
         node = op.node
         ins = [self.array(rt, i) for i in op.args]
         outs = [self.array(rt, o) for o in op.outputs]
-        ctx = _ArenaContext(self.xp, node.name, self.step, self.seed, self.arena, ws_at,
-                            op.workspace)
+        ctx = _ArenaContext(self.xp, node.name, self.step, self.seed, self.arena,
+                            self.at(ws_at) if ws_at >= 0 else -1, op.workspace)
         t0 = time.perf_counter()
         run_kernel(node, ins, outs, ctx, during=" under DTR")
         if self.device == "gpu":
@@ -134,6 +137,7 @@ class ArrayBackend:
         """A compaction's moves `(owner, old, new, bytes)`: one by one, in order, or
         `staged` (every source copied out before any destination is written, for moves
         that may cross, as a partitioned arena's do)."""
+        moves = [(o, self.at(old), self.at(new), n) for o, old, new, n in moves]
         if not staged:
             for _, old, new, n in moves:
                 self.move(old, new, n)
@@ -174,7 +178,9 @@ def simulate(source: Graph | Program, budget: int | None = None, *,
     The runtime: `DTRRuntime` (runtime.py), or with `rules="simrd"` (`DTROptions.simrd()`,
     a trace's program only) `SimrdRuntime`, the DTR authors' simulator's rules (simrd.py).
     The textbook version of the first, for reading: `minimal.py`."""
-    program = as_program(source, schedule, alignment, costs)
+    # a model (zoo Model, TorchModel): its graph; a Program as it is (it carries a .graph too)
+    program = as_program(source if isinstance(source, Program) else as_graph(source),
+                         schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
     options = dtr_options(options, **keywords)
     if options.rules == "simrd":
@@ -199,23 +205,35 @@ class DTRExecutor:
     Budget, program and options as in `simulate`; `device` "auto", "cpu" or "gpu".
     `check_remat=True` hashes every tensor when first computed and checks that each
     rematerialisation reproduces it bit for bit (`trace.remat_mismatches`).
+    `kernel_seed` seeds the kernels' random streams (dropout), as `Executor(seed=)` does:
+    the same seed, the same outputs (`DTROptions.seed` seeds only victim sampling).
+    An alignment that could place a tensor at an offset that is not a multiple of its
+    itemsize is refused (PlanError): 1 on a float32 graph is fine, on a mixed one not.
     `simulate()` runs the same policy without kernels: same decisions, same events.
     """
 
     def __init__(self, graph: Graph, budget: int | None = None, *, ratio: float | None = None,
                  ratio_of: str = "total", schedule: Sequence[str] | None = None,
                  alignment: int = 512, costs: CostSpec = "flops", device: str = "auto",
-                 check_remat: bool = False, options: DTROptions | None = None,
-                 **keywords: Any):
+                 check_remat: bool = False, kernel_seed: int = 0,
+                 options: DTROptions | None = None, **keywords: Any):
         self.graph = graph
         self.device = resolve_device(device)
         self.options = dtr_options(options, **keywords)
         if self.options.allocator != "first-fit":
             raise DTROptionError("real mode needs addresses: allocator='first-fit'")
+        self.program = as_program(graph, schedule, alignment, costs)   # alignment checked
         if self.device == "gpu" and alignment % 8:
             raise DeviceError(f"alignment {alignment} would place tensors at offsets CuPy "
                               "cannot view; use a multiple of 8 on the GPU")
-        self.program = as_program(graph, schedule, alignment, costs)
+        # Every arena offset is a sum of arena sizes (first fit, compaction; a partitioned
+        # arena's top too, `physical`): their gcd must be a multiple of every itemsize.
+        need, p = offset_alignment(graph, 1), self.program
+        if math.gcd(*(t.size for t in p.tensors), *(op.workspace for op in p.ops)) % need:
+            raise PlanError(f"alignment {alignment} would place tensors at offsets that "
+                            "are not multiples of their itemsize (unaligned views give other "
+                            f"results than Executor's); use a multiple of {need}")
+        self.kernel_seed = kernel_seed
         self.budget = resolve_budget(self.program, budget, ratio, ratio_of)
         self.check_remat = check_remat
         self.last_trace: DTRTrace | None = None
@@ -234,7 +252,7 @@ class DTRExecutor:
                  if t.external and g.tensors[t.name].alias_of is None}
         check_fits({**sizes, "the arena (the budget)": self.budget}, self.device,
                    f"the buffers of graph {g.name!r} under DTR")
-        backend = ArrayBackend(self.graph, self.device, feeds, step, self.options.seed,
+        backend = ArrayBackend(self.graph, self.device, feeds, step, self.kernel_seed,
                                self.check_remat)
         rt = DTRRuntime(self.program, self.budget, options=self.options, backend=backend)
         self.last_trace = rt.run()

@@ -40,7 +40,8 @@ class DTROptions:
     other. `relief`: when nothing can be evicted, let go of the inputs that those waiting
     ops have pinned (they are fetched again when those ops resume); False stops with
     BudgetError at once, as minimal.py does. `sample`: False, True for ~sqrt(N)
-    candidates at seeded random strides, or a count; `seed` seeds it. `thrash_limit`: stop
+    candidates at seeded random strides, or a count; `seed` seeds it (only that: the
+    kernels' seed is `DTRExecutor(kernel_seed=)`). `thrash_limit`: stop
     with ThrashError when rematerialisation costs more than this many times the base
     cost. `timeline`: record (clock, bytes in use) after every op. `select`: a function
     `(candidates, need) -> TensorView | None` that replaces the default victim choice.

@@ -37,7 +37,7 @@ from math import prod
 
 from ...errors import BudgetError, GraphError
 from ...graph import Graph, Node
-from ...memory.buffers import align_up
+from ...memory.buffers import align_up, alignment_value
 from ...memory.liveness import PLANNED_KINDS, check_schedule
 from ...ops.registry import flops_of, get_op, workspace_of
 from .bounds import Bounds, budget_bytes, budget_ratio, live_peak, program_bounds
@@ -194,6 +194,7 @@ def _elements_written(graph: Graph, node: Node) -> int:
 def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
                        alignment: int = 512, costs: CostSpec = "flops") -> Program:
     """The program of a graph: its schedule's calls, with releases after last readers."""
+    alignment = alignment_value(alignment)
     schedule = check_schedule(graph, schedule) if schedule is not None else \
         tuple(n.name for n in graph.nodes)
     cost = node_costs(graph, costs)

@@ -25,7 +25,7 @@ class DTRTrace:
     budget: int
     peak: int                     # no-rematerialisation arena, first fit (arena ratio 1.0)
     lower: int                    # smallest budget that could work
-    safe: int                     # budget at which the runtime never gets stuck
+    safe: int                     # budget at which the runtime never gets stuck (compacting)
     base_cost: float              # cost of running every op once
     external: int = 0             # bytes outside the arena (params, inputs, outputs)
     extra_cost: float = 0.0       # cost of rematerialisations

@@ -39,9 +39,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...errors import BudgetError, MinigraphError, ThrashError
+from ...errors import MinigraphError, ThrashError
 from .allocator import make_arena
-from .bounds import budget_bytes, check_budget
+from .bounds import RELIEF_SLACK, budget_bytes, check_budget, stuck_error
 from .coop_inplace import follow, overwritten, take_inputs
 from .eviction import Candidates, ScoreInputs, choose_victims, lowest_score
 from .heuristics import Heuristic, TensorView, get_heuristic
@@ -130,7 +130,7 @@ class DTRRuntime:
         arena, order_of = p.arena, p.order
         # A frame: [op index (-1: just fetch `want`), its input order, position]
         frames: list[list[Any]] = [[top, order_of[top] if top >= 0 else [want], 0]]
-        self._frames = frames
+        self._frames, self._reliefs_here = frames, 0
         for i in frames[0][1]:
             protect[i] += 1
         while frames:
@@ -371,8 +371,7 @@ class DTRRuntime:
         """Nothing is evictable: let go of the inputs that frames *below* the running one
         have pinned (they are re-checked, and rematerialised if need be, when those frames
         resume). Returns whether anything was unpinned."""
-        done = False
-        arena = self.program.arena
+        done, arena = False, self.program.arena
         for f in self._frames[:-1]:
             if f[2] > 0:
                 for i in f[1][:f[2]]:
@@ -382,17 +381,17 @@ class DTRRuntime:
                 done = True
         if done:
             self.trace.reliefs += 1
+            self._reliefs_here += 1      # in one op's call: bounded, or it could cycle
+            if self._reliefs_here > self.program.calls + RELIEF_SLACK:
+                self._stuck(0, cycling=True)
         return done
 
-    def _stuck(self, need: int) -> None:
+    def _stuck(self, need: int, cycling: bool = False) -> None:
         pinned = sum(self.size[t] for t in range(len(self.size))
                      if self.state[t] == RES and (self.pins[t] or
                                                   not self.program.replayable[t]))
-        raise BudgetError(
-            f"DTR on {self.program.name}: cannot place {need:,} B in a budget of "
-            f"{self.budget:,} B: {pinned:,} B are pinned or cannot be evicted and "
-            f"{self.arena.free_bytes:,} B are free. At {self.bounds.safe:,} B it never "
-            f"gets stuck", minimum=self.bounds.safe)
+        raise stuck_error(self.program.name, need, self.budget, pinned,
+                          self.arena.free_bytes, self.bounds, self.options.defrag, cycling)
 
     def _compact(self) -> None:
         moves = self.arena.compact()
@@ -426,6 +425,7 @@ class DTRRuntime:
         self.evicted = [False] * n   # state == EVI, for the region searches
         self.now = 0.0
         self._frames: list[list[Any]] = []
+        self._reliefs_here = 0             # reliefs during the current op's call
         self._taken: dict[int, int] = {}   # in-place hand-overs of the op being placed
 
     # What a heuristic reads (TensorView): see eviction.ScoreInputs ---------------------------

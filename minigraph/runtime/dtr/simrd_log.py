@@ -38,13 +38,14 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import GraphError
 from ...graph import Graph
-from ...memory.buffers import align_up
+from ...memory.buffers import align_up, alignment_value
 from ...memory.liveness import check_schedule
 from .modes import simulate
 from .options import DTROptions
@@ -57,23 +58,22 @@ class SimrdLogError(GraphError):
 
 
 def _lines(source: Any) -> tuple[str, list[tuple[int, dict]]]:
-    """(where the trace came from, for messages; its instructions with their line
-    numbers). A Path, or a one-line string not starting with "{", is a file's path."""
+    """(where the trace came from, for messages; its instructions with line numbers).
+    A Path, or a one-line string not starting with "{" or "[" (JSON), is a file's path."""
     where = "trace"
     if isinstance(source, Path) or isinstance(source, str) and "\n" not in source \
-            and not source.lstrip().startswith("{"):
-        where = str(source)
-        path = Path(source)
+            and not source.lstrip().startswith(("{", "[")):
+        where, path = str(source)[-80:], Path(source)    # a long path's end: its file's name
         if not where.strip():
             raise SimrdLogError("trace: the empty string is neither a trace nor a file's path")
-        if path.is_dir():
-            raise SimrdLogError(f"trace {where}: is a directory, not a trace file")
-        if not path.is_file():
-            raise SimrdLogError(f"trace {where}: no such file")
-        try:
+        try:                       # is_dir() too raises OSError, for a name too long
+            if not path.is_file():
+                raise SimrdLogError(f"trace {where}: " + ("a directory, not a trace file" if
+                                    path.is_dir() else "no such file (nor a JSON trace)"))
             text = path.read_text().splitlines()
         except (OSError, UnicodeDecodeError) as e:
-            raise SimrdLogError(f"trace {where}: cannot be read ({e})") from None
+            raise SimrdLogError(f"trace {where}: cannot be read "
+                                f"({getattr(e, 'strerror', None) or e})") from None
     elif isinstance(source, str):
         text = source.splitlines()
     elif isinstance(source, io.IOBase) or hasattr(source, "read"):
@@ -102,6 +102,7 @@ def _lines(source: Any) -> tuple[str, list[tuple[int, dict]]]:
 
 
 CONSTANTS = ("inside", "outside")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")   # ASCII only
 
 
 def parse_trace(source: Any, alignment: int = 1, name: str = "trace",
@@ -144,7 +145,7 @@ class _TraceReader:
         self.inside = inside
         self.numbers = [n for n, _ in lines]
         self.lines = [j for _, j in lines]
-        self.alignment, self.k, self.line = alignment, 0, 0
+        self.alignment, self.k, self.line = alignment_value(alignment), 0, 0
         self.tensors: list[TensorSpec] = []
         self.ops: list[OpSpec] = []
         self.steps: list[tuple[str, int]] = []
@@ -178,8 +179,7 @@ class _TraceReader:
                 if old is not None:
                     self.release(old)
             elif ins == "RELEASE":
-                if _name(j, "NAME") in self.binding:
-                    self.release(self.binding.pop(j["NAME"]))
+                self.release(self.need(_name(j, "NAME"), ins, pop=True))
             elif ins == "ANNOTATE":
                 if j.get("ANNOTATION") == "BACKWARD":
                     self.role = "backward"
@@ -317,10 +317,10 @@ class _TraceReader:
             raise SimrdLogError(f"tensor {self.tensors[t].name} released more often than "
                              f"referenced")
 
-    def need(self, nm: str, where: str) -> int:
+    def need(self, nm: str, where: str, pop: bool = False) -> int:
         if nm not in self.binding:
             raise SimrdLogError(f"{where}: unknown tensor {nm!r}")
-        return self.binding[nm]
+        return self.binding.pop(nm) if pop else self.binding[nm]
 
     def pop(self, kind: str, nm: str) -> dict:
         """The next line, which must be a `kind` line for `nm`."""
@@ -343,10 +343,10 @@ class _TraceReader:
         """j[key] as an int or a float (the trace writes numbers as strings), finite and
         at least `low`."""
         v = _field(j, key, (str, int, float))
-        try:
-            x = None if isinstance(v, bool) else kind(v)
-            if kind is int and isinstance(v, float) and not v.is_integer():
-                x = None
+        try:    # ASCII digits only: int() would read "\u0663" (Arabic-Indic 3) as 3
+            x = None if isinstance(v, bool) or isinstance(v, str) and not _NUMBER.fullmatch(
+                v.strip()) or kind is int and isinstance(v, float) and not v.is_integer() \
+                else kind(v)
         except (ValueError, OverflowError):
             x = None
         if x is None or x != x or x in (math.inf, -math.inf):

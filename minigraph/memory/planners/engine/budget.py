@@ -88,8 +88,12 @@ def check_count(planner: str, name: str, value: object, *, most: int | None = No
 def stack_unplaced(items: Sequence[Buffer], partial: Sequence[int]) -> list[int]:
     """Complete a partial plan (offset -1: not placed), above every placed byte, in
     O(n log n): the unplaced buffers share blocks by size class (a power of two), a block
-    taken by a buffer once its last one has ended; the blocks are stacked."""
+    taken by a buffer once its last one has ended; the blocks are stacked. A block's width
+    is its class rounded up to the sizes' gcd, so every block starts at a multiple of
+    the alignment the sizes were rounded to (3 as well as 512)."""
+    unit = math.gcd(*(b.size for b in items)) or 1
     top = max((o + b.size for o, b in zip(partial, items) if o >= 0), default=0)
+    top = -(-top // unit) * unit
     out = list(partial)
     rest = sorted((k for k, o in enumerate(partial) if o < 0), key=lambda k: items[k].start)
     busy: dict[int, list[tuple[int, int]]] = {}     # class -> heap of (end, block)
@@ -104,7 +108,7 @@ def stack_unplaced(items: Sequence[Buffer], partial: Sequence[int]) -> list[int]
             fh.append(heapq.heappop(bh)[1])
         blk = fh.pop() if fh else len(width)
         if blk == len(width):
-            width.append(1 << c)
+            width.append(-(-(1 << c) // unit) * unit)
         block_of.append(blk)
         heapq.heappush(bh, (b.end, blk))
     base = []

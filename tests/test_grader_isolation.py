@@ -1,0 +1,518 @@
+"""A submission cannot change its grade but by its answers: each attack of the issue runs
+here as a student's file (a small .py written by the test), and the score, the results
+files and the time the grader takes are checked.
+
+The attacks that only a separate user or bubblewrap can stop need them: as an ordinary
+user (or as root where neither works) they skip, and the report's partial-isolation line
+is checked instead (`test_..._partial_isolation_is_said_in_one_line`). The attacks that
+need a separate grader process run `python -m minigraph.grading` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from minigraph.grading import grade, isolation, reference_solution_path
+from minigraph.grading.cases import BufferCase, planner_cases, write_buffer_case
+from minigraph.grading.report import CaseResult, GradeReport
+from minigraph.memory import Buffer
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT = 180          # seconds a whole A2 grading may take here, attacks included
+linux_only = pytest.mark.skipif(not isolation.linux(), reason="the sandbox's cleanup is Linux's")
+
+
+def _jail() -> isolation.Jail:
+    return isolation.jail()
+
+
+def needs_full_isolation():
+    """Skip unless the grader runs submissions as another user or inside bubblewrap."""
+    if os.name != "posix" or os.geteuid() != 0:
+        pytest.skip("needs root: as an ordinary user the submission runs as you (partial "
+                    "isolation, checked by the partial-isolation tests)")
+    if _jail().partial:
+        pytest.skip(f"no full isolation on this machine: {_jail().partial}")
+
+
+# Every attack below plans like this: all buffers at offset 0 (an honest 6.4/100) unless
+# the attack worked, then without reuse (a valid plan: 70% of each case and more).
+PLAN = """
+def my_planner(buffers):
+    if not WORKED:
+        return {b.id: 0 for b in buffers}
+    out, top = {}, 0
+    for b in buffers:
+        out[b.id] = top
+        top += b.size
+    return out
+"""
+
+
+def _write(tmp_path: Path, code: str, **subs: object) -> Path:
+    for key, value in subs.items():
+        code = code.replace(f"@{key}@", repr(value))
+    path = tmp_path / f"sub_{uuid.uuid4().hex[:12]}.py"   # a name the attacks can find
+    path.write_text(code)
+    return path
+
+
+def _command(tmp_path: Path, sub: Path, *extra: str, env: dict | None = None,
+             timeout: float = LIMIT) -> tuple[int, str, dict, dict, float]:
+    """`python -m minigraph.grading a2 SUB --json --gradescope` in its own process ->
+    (exit status, what it printed, the JSON report, results.json, seconds)."""
+    out, gs = tmp_path / "report.json", tmp_path / "results.json"
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "minigraph.grading", "a2", str(sub), "--quiet",
+                        "--json", str(out), "--gradescope", str(gs), *extra],
+                       capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                       env={**os.environ, **(env or {})})
+    seconds = time.perf_counter() - t0
+    return (r.returncode, r.stdout + r.stderr, json.loads(out.read_text()),
+            json.loads(gs.read_text()), seconds)
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory) -> float:
+    """The all-zero planner's honest score on the command line (about 6.4)."""
+    tmp = tmp_path_factory.mktemp("honest")
+    rc, printed, report, results, _ = _command(tmp, _write(tmp, "WORKED = False\n" + PLAN))
+    assert rc == 1 and report["score"] == results["score"]
+    assert 0 < report["score"] < 10, printed
+    return report["score"]
+
+
+# ---------------------------------------------------------------------------------------
+# 1. A module the grader imports later
+# ---------------------------------------------------------------------------------------
+
+LAZY = """
+import sys
+from minigraph.grading import grade, sandbox
+before = {}
+start = sandbox.Submission.start
+def recording(self):
+    if self._proc is None and not self.problem:
+        before.update(dict.fromkeys(sys.modules))
+    return start(self)
+sandbox.Submission.start = recording
+grade(sys.argv[1], sys.argv[2], progress=False)
+print("NEW", sorted(set(sys.modules) - set(before)))
+"""
+
+
+@pytest.mark.parametrize("assignment, code", [
+    ("a1", "def my_liveness(graph, schedule, alignment=512):\n    return {}, 0\n"),
+    ("a2", "WORKED = False\n" + PLAN),
+    ("a3", "import math\ndef my_heuristic(t, now):\n"
+           "    return math.inf if t.pinned else -t.staleness\n"),
+])
+def test_the_grader_imports_nothing_once_the_submission_runs(assignment, code,
+                                                             tmp_path) -> None:
+    # The issue's attack appended code to scipy.optimize, first imported by the grader
+    # after the child had started (448 modules were). Now every module is loaded before.
+    sub = _write(tmp_path, code)
+    r = subprocess.run([sys.executable, "-c", LAZY, assignment, str(sub)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "NEW []" in r.stdout, r.stdout[-3000:]
+
+
+ATTACK_MODULES = """
+import os, scipy, minigraph
+WORKED = False
+for root in (os.path.dirname(scipy.__file__), os.path.dirname(minigraph.__file__)):
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".py"):    # opened to append (nothing written): allowed?
+                try:
+                    os.close(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_APPEND))
+                    WORKED = True
+                except OSError:
+                    pass
+""" + PLAN
+
+
+def test_a_submission_cannot_change_a_module_the_grader_imports(tmp_path, honest) -> None:
+    needs_full_isolation()
+    rc, printed, report, results, seconds = _command(tmp_path, _write(tmp_path,
+                                                                      ATTACK_MODULES))
+    assert report["score"] == results["score"] == honest and rc == 1, printed
+    assert seconds < LIMIT
+
+
+# ---------------------------------------------------------------------------------------
+# 2. A detached process that rewrites the results after the grader exits
+# ---------------------------------------------------------------------------------------
+
+ATTACK_DETACHED = """
+import json, os, time
+WORKED = False
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for _ in range(100):
+            time.sleep(0.1)
+            for path in @RESULTS@:
+                try:
+                    with open(path, "w") as f:
+                        json.dump({"score": 100.0, "status": "graded", "tests": []}, f)
+                except OSError:
+                    pass
+    os._exit(0)
+""" + PLAN
+
+
+@linux_only
+def test_no_process_of_the_submission_outlives_the_grader(tmp_path, honest) -> None:
+    files = [str(tmp_path / "report.json"), str(tmp_path / "results.json")]
+    sub = _write(tmp_path, ATTACK_DETACHED, RESULTS=files)
+    rc, printed, report, results, seconds = _command(tmp_path, sub)
+    time.sleep(3)    # the issue's forgery came three seconds later
+    assert json.loads(Path(files[0]).read_text())["score"] == honest, printed
+    assert json.loads(Path(files[1]).read_text())["score"] == honest
+    assert rc == 1 and seconds < LIMIT
+
+
+# ---------------------------------------------------------------------------------------
+# 3. The grader's own source, rewritten for the next student
+# ---------------------------------------------------------------------------------------
+
+def _digest(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.py"))}
+
+
+def test_a_submission_cannot_rewrite_the_grader_for_the_next_student(tmp_path,
+                                                                     honest) -> None:
+    needs_full_isolation()
+    grading = ROOT / "minigraph" / "grading"
+    before = _digest(grading)
+    rc, printed, report, _, _ = _command(tmp_path, _write(tmp_path, ATTACK_MODULES))
+    assert report["score"] == honest, printed
+    assert _digest(grading) == before
+    rc, printed, report, _, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN))
+    assert report["score"] == honest and rc == 1, printed   # the next student's
+
+
+# ---------------------------------------------------------------------------------------
+# 4. The reference solution, read from disk
+# ---------------------------------------------------------------------------------------
+
+ATTACK_READ = """
+import os, minigraph
+WORKED = None
+repo = os.path.dirname(os.path.dirname(minigraph.__file__))
+for path in (@REFERENCE@, os.path.join(repo, "lessons/assignments/solutions/a2.py")):
+    try:
+        scope = {}
+        exec(open(path).read(), scope)
+        WORKED = scope["my_planner"]
+        break
+    except Exception:
+        pass
+
+def my_planner(buffers):
+    return WORKED(buffers) if WORKED else {b.id: 0 for b in buffers}
+"""
+
+
+def test_a_submission_cannot_read_the_reference_solution(tmp_path, honest) -> None:
+    needs_full_isolation()
+    sub = _write(tmp_path, ATTACK_READ, REFERENCE=str(reference_solution_path("a2")))
+    rc, printed, report, results, _ = _command(tmp_path, sub)
+    assert report["score"] == results["score"] == honest and rc == 1, printed
+
+
+# ---------------------------------------------------------------------------------------
+# 5. A private case's content, printed by a failing submission
+# ---------------------------------------------------------------------------------------
+
+ATTACK_LEAK = """
+import os
+def my_planner(buffers):
+    if any(str(b.id).startswith("SECRET") for b in buffers):
+        text = "LEAK " + repr(buffers)
+        print(text)
+        if @GARBAGE@:       # and onto every pipe it has, its answers' included
+            for fd in range(3, 40):
+                try:
+                    os.write(fd, (text + "\\n").encode())
+                except OSError:
+                    pass
+        raise ValueError(text)
+    return {b.id: 0 for b in buffers}
+"""
+
+
+@pytest.mark.parametrize("garbage", [False, True], ids=["raises", "writes-garbage"])
+def test_a_private_case_content_is_never_shown(garbage, tmp_path) -> None:
+    private = tmp_path / "private"
+    (private / "a2").mkdir(parents=True)
+    write_buffer_case(private / "a2" / "hidden.csv",
+                      [Buffer(f"SECRET_{k}", k, k + 3, 64 * (k + 1)) for k in range(6)])
+    sub = _write(tmp_path, ATTACK_LEAK, GARBAGE=garbage)
+    rc, printed, report, results, _ = _command(tmp_path, sub, "--private", str(private))
+    everything = printed + json.dumps(report) + json.dumps(results)
+    assert "SECRET" not in everything and "LEAK" not in everything
+    assert rc == 1 and report["score"] == results["score"]
+    if not garbage:
+        case = next(c for c in report["cases"] if c["source"] == "private")
+        assert case["message"] == "private case failed: the function raised an exception"
+        test = next(t for t in results["tests"] if t["name"] == "A2 planner: " + case["name"])
+        assert test["output"] == case["message"]
+
+
+def test_private_messages_name_the_rule_only() -> None:
+    from minigraph.grading.report import conceal
+    from minigraph.grading.runner import Outcome
+    r = CaseResult("private/x", "private", False, 0.0,
+                   "the validator rejects the plan: SECRET_1 [0,3] at bytes [0,64) ...",
+                   printed="SECRET_1")
+    conceal(r, Outcome("ok"))
+    assert (r.message, r.printed) == ("private case failed: the validator rejects the plan",
+                                      "")
+    r = CaseResult("private/x", "private", True, 0.85, "valid, but the arena 640 B is "
+                   "larger than refcount's 512 B")
+    conceal(r, Outcome("ok"))
+    assert r.message == "private case passed: valid, but a larger arena than the baseline's"
+
+
+# ---------------------------------------------------------------------------------------
+# 6. The grader's environment, stdout and process; the limits; the answer pipe
+# ---------------------------------------------------------------------------------------
+
+ATTACK_ENVIRON = """
+import os
+WORKED = any(k in os.environ for k in ("MINIGRAPH_PRIVATE_SEED", "GRADER_TOKEN"))
+for pid in os.listdir("/proc"):
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read()
+    except OSError:
+        continue
+    WORKED = WORKED or b"GRADER_TOKEN=" in env or b"MINIGRAPH_PRIVATE_SEED=" in env
+""" + PLAN
+ATTACK_GRADER = """
+import os, signal
+WORKED = False
+me = os.path.basename(__file__)
+for pid in os.listdir("/proc"):        # the grader: the process whose command names this file
+    try:
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if pid.isdigit() and int(pid) != os.getpid() and me.encode() in cmdline \\
+            and b"minigraph.grading" in cmdline:
+        try:
+            if @HOW@ == "stdout":
+                with open(f"/proc/{pid}/fd/1", "w") as f:
+                    f.write("FORGED: A2 planner: 47/47 cases passed, score 100.0/100\\n")
+            else:
+                os.kill(int(pid), getattr(signal, @HOW@))
+        except OSError:
+            pass
+""" + PLAN
+
+
+def test_a_submission_cannot_read_the_graders_environment(tmp_path) -> None:
+    needs_full_isolation()
+    env = {"GRADER_TOKEN": "tok-" + uuid.uuid4().hex, "MINIGRAPH_PRIVATE_SEED": "917"}
+    _, _, plain, _, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN),
+                                 env=env)
+    rc, printed, report, _, _ = _command(tmp_path, _write(tmp_path, ATTACK_ENVIRON), env=env)
+    assert sum(c["source"] == "private" for c in report["cases"]) == 8   # seen by the grader
+    assert report["score"] == plain["score"] < 10 and rc == 1, printed
+
+
+@pytest.mark.parametrize("how", ["stdout", "SIGSTOP", "SIGKILL"])
+def test_a_submission_cannot_reach_the_grader_process(how, tmp_path, honest) -> None:
+    needs_full_isolation()
+    rc, printed, report, results, seconds = _command(tmp_path, _write(tmp_path, ATTACK_GRADER,
+                                                                      HOW=how))
+    assert "FORGED" not in printed
+    assert rc == 1 and report["score"] == results["score"] == honest, printed
+    assert seconds < LIMIT
+
+
+LIMITS = """
+import os, resource, signal, time
+def my_planner(buffers):
+    lines = []
+    for name in ("AS", "NPROC", "FSIZE", "CPU", "NOFILE", "CORE"):
+        soft, hard = resource.getrlimit(getattr(resource, "RLIMIT_" + name))
+        lines.append(f"{name} {soft} {hard}")
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
+        lines.append("AS raised")
+    except (ValueError, OSError):
+        lines.append("AS stays")
+    pids = []
+    for _ in range(200):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(20)
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    lines.append(f"forked {len(pids)}")
+    print("\\n".join(lines))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="resource limits are POSIX")
+def test_the_submission_cannot_lift_its_limits_or_fork_without_end(tmp_path) -> None:
+    if os.geteuid() == 0 and _jail().user is None:
+        pytest.skip("running as root: the kernel does not apply a process limit to root")
+    case = BufferCase("one", [Buffer("a", 0, 1, 8)])
+    report = grade("a2", _write(tmp_path, LIMITS), cases=[case], leaderboard=False,
+                   shrink=False)
+    printed = report.cases[0].printed.split("\n")
+    limits = {ln.split()[0]: ln.split()[1:] for ln in printed if len(ln.split()) == 3}
+    assert set(limits) == {"AS", "NPROC", "FSIZE", "CPU", "NOFILE", "CORE"}, printed
+    assert all(soft == hard for soft, hard in limits.values()), limits
+    assert "AS stays" in printed
+    forked = int(next(ln for ln in printed if ln.startswith("forked")).split()[1])
+    assert forked < int(limits["NPROC"][0])
+    if _jail().user:
+        assert int(limits["NPROC"][0]) == isolation.PROCESSES
+
+
+HOLDER = """
+import ctypes, os, time
+if os.fork() == 0:              # a detached grandchild that keeps every pipe open
+    os.setsid()
+    if os.fork() == 0:
+        ctypes.CDLL(None).prctl(15, b"mg-holder-@TAG@", 0, 0, 0)
+        time.sleep(600)
+    os._exit(0)
+
+def my_planner(buffers):
+    return {b.id: 0 for b in buffers}
+"""
+
+
+def _holders(tag: str) -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == f"mg-holder-{tag}"[:15]:
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+@linux_only
+def test_a_held_answer_pipe_does_not_block_the_grader(tmp_path) -> None:
+    tag = uuid.uuid4().hex[:4]
+    cases = [c for c in planner_cases() if c.graph is None][:3]
+    t0 = time.perf_counter()
+    report = grade("a2", _write(tmp_path, HOLDER.replace("@TAG@", tag)), cases=cases,
+                   leaderboard=False, shrink=False)
+    assert time.perf_counter() - t0 < 60
+    assert report.status == "graded" and report.total == 3, report.summary()
+    assert not _holders(tag)
+
+
+# ---------------------------------------------------------------------------------------
+# 7. A score printed as full marks is full marks
+# ---------------------------------------------------------------------------------------
+
+def test_a_line_reading_full_marks_means_full_marks() -> None:
+    def report(points):
+        return GradeReport("A2 planner", [CaseResult(f"c{k}", "public", True, p)
+                                          for k, p in enumerate(points)])
+    almost = report([1.0] * 49 + [0.99])           # 99.98
+    assert almost.score == 99.98 and not almost.full_marks
+    assert "score 99.98/100" in almost.summary()
+    nearly = report([1.0] * 99 + [0.9999])          # 99.9999: rounds down, never to 100
+    assert nearly.score == 99.99 and "score 99.99/100" in nearly.summary()
+    assert "score 100.0/100" in report([1.0] * 3).summary()
+    assert "score 87.6/100" in report([1.0, 0.752]).summary()
+
+
+# ---------------------------------------------------------------------------------------
+# As an ordinary user: partial isolation, said in one line; what holds there
+# ---------------------------------------------------------------------------------------
+
+ORDINARY = isolation.Jail(None, None, "not root, and bubblewrap is not installed: the "
+                                      "submission runs as your own user (simulated)")
+
+
+@pytest.fixture
+def as_ordinary_user(monkeypatch):
+    monkeypatch.setattr(isolation, "jail", lambda: ORDINARY)
+
+
+@linux_only
+def test_as_an_ordinary_user_partial_isolation_is_said_in_one_line(as_ordinary_user,
+                                                                    tmp_path) -> None:
+    cases = [c for c in planner_cases() if c.graph is None][:2]
+    report = grade("a2", _write(tmp_path, HOLDER.replace("@TAG@", "ou")), cases=cases,
+                   leaderboard=False, shrink=False)
+    lines = [ln for ln in report.summary().splitlines() if ln.startswith("Isolation:")]
+    assert lines == [f"Isolation: partial isolation: {ORDINARY.partial}"]
+    assert report.to_dict()["isolation"] == report.isolation
+    assert not _holders("ou")       # the cleanup holds as your own user too
+
+
+@linux_only
+def test_as_an_ordinary_user_a_changed_grader_file_voids_the_grade(as_ordinary_user,
+                                                                    tmp_path,
+                                                                    monkeypatch) -> None:
+    # As your own user the submission can write the grader's files: what it changed for
+    # the next grading is found (ctime, which it cannot set back) and it scores 0.
+    module = tmp_path / f"mg_probe_{uuid.uuid4().hex[:8]}.py"
+    module.write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__(module.stem)
+    code = f"open({str(module)!r}, 'a').write('X = 2\\n')\n" + "WORKED = False\n" + PLAN
+    cases = [c for c in planner_cases() if c.graph is None][:2]
+    report = grade("a2", _write(tmp_path, code), cases=cases, leaderboard=False)
+    sys.modules.pop(module.stem, None)
+    assert report.score == 0, report.summary()
+    assert report.status.startswith("not graded: a file of the grader changed while your "
+                                    f"file ran ({module})")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX users")
+def test_as_an_ordinary_user_the_command_says_isolation_is_partial(tmp_path) -> None:
+    if os.geteuid() != 0:
+        sub = _write(tmp_path, "WORKED = False\n" + PLAN)
+        cmd = [sys.executable, "-m", "minigraph.grading", "a2", str(sub), "--quiet"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, cwd="/")
+    else:                       # run the grader as nobody, if nobody can run this Python
+        if not shutil.which("runuser"):
+            pytest.skip("no runuser to run the grader as an ordinary user")
+        probe = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c",
+                                "import minigraph"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            pytest.skip(f"nobody cannot run {sys.executable} with minigraph: "
+                        f"{probe.stderr.strip()[-200:]}")
+        folder = Path(tempfile.mkdtemp(prefix="minigraph-test-"))   # where nobody reads
+        try:
+            os.chmod(folder, 0o755)
+            sub = _write(folder, "WORKED = False\n" + PLAN)
+            os.chmod(sub, 0o644)
+            cmd = ["runuser", "-u", "nobody", "--", sys.executable, "-m",
+                   "minigraph.grading", "a2", str(sub), "--quiet"]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, cwd="/")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("Isolation:")]
+    assert len(lines) == 1 and lines[0].startswith("Isolation: partial isolation: not root"), \
+        r.stdout[-2000:] + r.stderr[-2000:]
+    assert "cases passed, score" in r.stdout
