@@ -107,16 +107,22 @@ def bench(name: str, config: dict, time_limit: float) -> None:
     plain = next(r.report for r in rows if r.report and not r.options.inplace)
     print(f"| theoretical minimum (no in-place) | {plain.theoretical_minimum:,} | "
           f"{fmt_bytes(plain.theoretical_minimum)} | 1.000 | | largest bytes alive at once |")
+    print(f"| working minimum (no in-place) | {plain.working_minimum:,} | "
+          f"{fmt_bytes(plain.working_minimum)} | | | bytes alive plus the running op's "
+          f"workspace, at the worst step |")
     opts = MemoryOptions(alignment=ALIGNMENT)
     for ratio in DTR_RATIOS:
-        d = dtr_row(g, ratio, opts, plain.theoretical_minimum, first.no_reuse_bytes)
+        d = dtr_row(g, ratio, opts, plain.working_minimum, first.no_reuse_bytes,
+                    workspace=first.workspace_bytes)
         bytes_ = f"{d.bytes:,}" if d.status == "ok" else f"({d.bytes:,})"
         print(f"| {d.label} (simulated) | {bytes_} | {fmt_bytes(d.bytes)} | "
-              f"{d.bytes / plain.theoretical_minimum:.3f} | {d.seconds * 1000:.1f} | "
-              f"{d.note[:60]} |")
-    print("\nx minimum: against the theoretical minimum that applies to the row (with in-place "
-          "for the rows with in-place). DTR's arena also holds each op's workspace, which the "
-          "static plans leave out; a DTR budget in parentheses is one it could not finish in.")
+              f"{d.bytes / plain.working_minimum:.3f} of the working minimum | "
+              f"{d.seconds * 1000:.1f} | {d.note[:60]} |")
+    print("\nx minimum: the static rows' arenas (planned tensors) against the theoretical "
+          "minimum that applies to the row (with in-place for the rows with in-place). A DTR "
+          "budget is working memory (tensors and the running op's workspace in one range): "
+          "it is set against the working minimum, the same counting; a DTR budget in "
+          "parentheses is one it could not finish in.")
     unplanned = sum(first.unplanned.values())
     parts = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in sorted(first.unplanned.items()) if v)
     print(f"unplanned (inputs, parameters, outputs, constants; not reused): "

@@ -152,6 +152,20 @@ def planner_spread(rows: list[Row]) -> str:
             f"{fmt_bytes(hi)} ({names(hi)}): x{hi / lo:.3f} between the best and the worst")
 
 
+def working_line(rows: list[Row]) -> str:
+    """The table's quantity and the one beside it (`memory/footprint.py`): the arena holds
+    the planned tensors; each op's workspace is taken beside it; their sum is the working
+    memory that a DTR budget counts, with its own floor."""
+    rep = next(r.report for r in rows if r.report is not None and
+               r.options.planner == "refcount" and r.options.inplace and r.options.colors == 1)
+    return (f"the table counts the arena (the planned tensors) only. Each op's workspace is "
+            f"taken beside it while the op runs, at most {fmt_bytes(rep.workspace_bytes)}: "
+            f"working memory = arena + workspace ({fmt_bytes(rep.working_bytes)} for "
+            f"refcount + in-place), at least {fmt_bytes(rep.working_minimum)} for this "
+            f"schedule (the working minimum: bytes alive plus the running op's workspace, "
+            f"at the worst step). A DTR budget counts working memory.")
+
+
 def opaque_nodes(graph: Graph) -> list[str]:
     """The nodes whose op has no kernel in minigraph (imported from PyTorch as opaque ops):
     they plan and simulate, but a run cannot execute them."""
@@ -268,6 +282,7 @@ def tour(model: str | Model | None = None, batch: int | None = None,
     spread = planner_spread(rows)
     if spread:
         say(spread)
+    say(working_line(rows))
     say()
     say("inputs, parameters, constants and outputs are not reused (bytes rounded up to the "
         "alignment): "

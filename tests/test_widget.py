@@ -31,7 +31,7 @@ from minigraph.viz.widget import (  # noqa: E402
 )
 
 BYTES = r"([\d.]+ (?:B|KiB|MiB|GiB))"
-HEADLINE = re.compile(rf"^peak {BYTES} -> {BYTES}, saved ([\d.]+)% "
+HEADLINE = re.compile(rf"^arena: peak {BYTES} -> {BYTES}, saved ([\d.]+)% "
                       rf"\(theoretical minimum {BYTES}\)")
 UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}
 
@@ -263,7 +263,7 @@ def test_a_failed_dtr_run_is_drawn_as_such_never_with_a_saving(zoo, model, statu
     result = zoo.compute(state.replace(dtr_budget=ratio))
     assert result.dtr.status == status
     budget = plots.fmt_in(result.dtr.budget, result.unit)
-    assert f"{result.dtr.label}: {budget} arena, {status}" in result.headline
+    assert f"{result.dtr.label}: {budget} working memory, {status}" in result.headline
     assert any(status in m for m in result.messages)
     figs = MemoryExplorer.figures(result)
     ax = figs["comparison"].axes[0]

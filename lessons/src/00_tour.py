@@ -19,9 +19,11 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
     sys.path.insert(0, str(Path.cwd().parent))
     import minigraph as mg
 
+from minigraph.graph import fmt_bytes as fmt
 from minigraph.lessons import check_answers, l00
-from minigraph.experiments.techniques import compare_techniques
+from minigraph.experiments.techniques import compare_techniques, same_counting
 from minigraph.models import get_model
+from minigraph.ops.registry import workspace_of
 from minigraph.viz import memory_widget, plot_comparison, plot_layout, \
     plot_timeline
 
@@ -83,7 +85,8 @@ plot_layout(report)
 
 # %% [markdown]
 # **Every technique at once**: one bar per planner in `minigraph.memory.PLANNERS`
-# (a planner added to the registry is one more bar), all with in-place on. Comparing
+# (a planner added to the registry is one more bar), all with in-place on; each bar is
+# the planner's arena (the planned tensors), as the axis says. Comparing
 # techniques is an experiment (`minigraph/experiments/techniques.py`); the bars are drawn
 # by `minigraph/viz/plots.py`. How the package is layered: `docs/ARCHITECTURE.md`.
 
@@ -120,10 +123,11 @@ plot_comparison(unet_rows)
 # colours (parallel-safe sharing), alignment, and DTR with its budget. In-place has three
 # settings: off, "last reader" (the op is its input's last reader, nnvm's rule) and
 # "strict" (its only reader, the rule of MXNet's note and GE; lesson 03 compares them).
-# Every change re-plans and redraws. The headline reads "peak (no reuse) -> this plan,
-# saved %, theoretical minimum". One view prints every byte count in one unit, the one
-# its largest number needs (B, KiB = 2**10 bytes, MiB = 2**20, GiB = 2**30), so the
-# minimum reads the same in the headline and in every picture.
+# Every change re-plans and redraws. The headline reads "arena: peak (no reuse) -> this
+# plan, saved %, theoretical minimum": the **arena** holds the planned tensors. One view
+# prints every byte count in one unit, the one its largest number needs (B, KiB = 2**10
+# bytes, MiB = 2**20, GiB = 2**30), so the minimum reads the same in the headline and in
+# every picture.
 
 # %%
 w = memory_widget(step, planner="refcount", inplace=True)
@@ -133,8 +137,18 @@ w
 # The controls can be moved from code too, by their names: `w.set(planner=...)`,
 # `w.set(inplace="strict")`, `w.set(colors=2)` (tensors of different colours never share
 # bytes, so two branches could run at once), `w.set(color_by="block")` (the layout's
-# colours), `w.set(dtr=True)` (DTR at the smallest budget at which it finishes on this
-# model), `w.set(dtr_budget=0.8)` (80% of its peak). The widget above redraws each time.
+# colours), `w.set(dtr=True)` (DTR at the smallest budget on the slider's 1% grid at which
+# it finishes on this model), `w.set(dtr_budget=0.8)` (80% of the total peak: the run
+# without rematerialisation, with the inputs, parameters and outputs). The widget above
+# redraws each time.
+#
+# DTR (lesson 07) holds the planned tensors *and* the running op's scratch, its
+# **workspace**, in one budget; a static plan keeps its workspace beside the arena. So
+# with DTR on, the headline and the bars add a second count, **working memory** = arena +
+# workspace, for every technique alike, against the **working minimum**: at each step
+# the bytes alive plus that step's workspace, the largest such sum. No run of this
+# schedule that recomputes nothing holds less. (Inputs, parameters and outputs are
+# **outside**: the same for every technique. `docs/glossary.md` defines each word once.)
 
 # %%
 print("before:", w.headline)
@@ -150,6 +164,38 @@ w.set(colors=1, dtr=True)
 print("with DTR:", w.headline)
 assert w.result.dtr.ok, "the default DTR budget is one at which DTR finishes"
 w.set(dtr=False)
+
+# %% [markdown]
+# ### Static plans and DTR, counted the same way
+#
+# Does DTR beat the static plans on this MLP? In the one counting: the floors of this
+# schedule, the best static plan (best-fit + in-place), and the smallest budget at which
+# DTR finishes (tried on a grid from the smallest that could work up to the run without
+# eviction). The last lines are written from these numbers.
+
+# %%
+c = same_counting(step)
+print(f"theoretical minimum {fmt(c.theoretical_minimum)} (arena), working minimum "
+      f"{fmt(c.working_minimum)} (arena + workspace)")
+print(f"best static plan: arena {fmt(c.static_arena)}, working memory "
+      f"{fmt(c.static_working)} (its workspace beside the arena)")
+print(f"DTR: smallest budget {fmt(c.dtr_budget)} of working memory, compute "
+      f"x{c.dtr_overhead:.2f}")
+gap = c.working_minimum - c.dtr_budget
+if c.below:
+    print(f"DTR goes below the working minimum, by {fmt(gap)} "
+          f"({100 * gap / c.working_minimum:.1f}%), paying compute x{c.dtr_overhead:.2f}.")
+else:
+    print("DTR does not go below the working minimum here.")
+print(f"It cannot go lower than {fmt(c.dtr_lower)}: the largest op must hold its inputs, "
+      f"outputs and workspace at once: {100 * c.dtr_lower / c.working_minimum:.0f}% of the "
+      f"working minimum" + (", so on this MLP almost nothing is left to evict."
+                            if c.dtr_lower > 0.9 * c.working_minimum else "."))
+ws, op = max((workspace_of(step, n), n.name) for n in step.nodes)
+print(f"Every static plan keeps the largest workspace, {fmt(ws)} ({op}), beside its arena; "
+      f"DTR places it among the tensors, so its budgets sit below the static plans' "
+      f"working memory ({fmt(c.static_working)}) even where it recomputes little.")
+assert c.dtr_budget < c.static_working and c.dtr_lower <= c.dtr_budget
 
 # %% [markdown]
 # ## 5. A plan is only useful if it runs
@@ -202,5 +248,10 @@ check_answers({1: (ANSWER_1, l00.exercise_1), 2: (ANSWER_2, l00.exercise_2)})
 #   largest sum alive at one step is the theoretical minimum of that schedule.
 # - In-place, refcount sharing and colouring (lessons 03, 04), GE's block reuse and
 #   schedule optimisation (05), offset planners and the ILP (06) approach that minimum;
-#   DTR (07) goes below it by recomputing; lesson 08 runs the same plans on a GPU.
+#   lesson 08 runs the same plans on a GPU.
+# - Every technique is counted the same way: the arena (planned tensors), the workspace
+#   (an op's scratch), the bytes outside (inputs, parameters, outputs). DTR (07) holds
+#   arena and workspace in one budget and can go below the working minimum, which no plan
+#   that recomputes nothing can, by recomputing; how far depends on the model: on this MLP
+#   the largest op alone nearly fills it (the cell above says by how much).
 # - Every plan is validated and runs to identical results: the executor only sees offsets.

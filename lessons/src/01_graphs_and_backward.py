@@ -80,6 +80,16 @@ with mg.name_scope():
 both = mg.Graph([loss, dW], name="forward+backward")
 print(both)
 print("aggregation nodes:", [n.name for n in both.nodes if n.op == "add_n"])
+seed = next(t for t in both.tensors.values() if t.kind == "const")
+print(f"the seed: {seed.name}, kind {seed.kind}, shape {seed.shape}, value "
+      f"{float(seed.value)}")
+
+# %% [markdown]
+# The backward pass needs somewhere to start: the gradient of the loss with respect to
+# itself, which is 1. `mg.grad` makes it a constant tensor of ones named `d_` + the
+# loss's name (printed above), the **seed**; every gradient rule then multiplies its way
+# back from it. In the drawing below it is the grey note-shaped leaf (a constant) that
+# feeds the first backward node.
 
 # %%
 mg.draw(both)
@@ -89,6 +99,12 @@ mg.draw(both)
 #
 # `training_graph` adds one SGD update per parameter (`W_new = W - lr * dW`, written over
 # `W` in place, after every other reader of `W`). Running this graph once is one step.
+#
+# "After every other reader" is an order no tensor expresses: the update does not read
+# the matmul's output, it only must not overwrite W before the matmuls have read it. The
+# graph records it as a *control dependency* (`node.deps`), drawn as a **dashed grey
+# edge** with a hollow arrowhead: no data flows along it, it only orders two nodes. The
+# cell prints each one.
 
 # %%
 with mg.name_scope():
@@ -98,6 +114,11 @@ with mg.name_scope():
     loss = mg.mean(mg.sigmoid(h) * h)
     step = mg.training_graph(loss, [W], lr=0.5)
 print(step)
+for n in step.nodes:
+    for d in n.deps:
+        print(f"dashed edge: {d} -> {n.name} ({n.name} runs after {d}, which reads "
+              f"{', '.join(t for t in step.node(d).inputs if t in n.inputs)})")
+assert any(n.deps for n in step.nodes)
 mg.draw(step)
 
 # %% [markdown]

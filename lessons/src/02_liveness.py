@@ -219,9 +219,11 @@ plot_timeline(report, cnn)
 # %% [markdown]
 # ## 4. A training graph: activations wait for the backward pass
 #
-# The MXNet note's two-layer perceptron [Chen 2016], forward + explicit backward + update. Forward
-# activations that a gradient rule reads (act1 for `relu_grad`) stay alive until the
-# backward pass reaches them: that is where training memory goes.
+# The MXNet note's two-layer perceptron [Chen 2016], forward + explicit backward + update.
+# Forward activations that a gradient rule reads (act1 for `relu_grad`) stay alive until
+# the backward pass reaches them: long lives. Long is not large, though. Which tensors
+# are alive at the busiest step, and how much of the minimum each holds? The last line is
+# written from the numbers.
 
 # %%
 mlp, names = examples.two_layer_mlp()
@@ -229,9 +231,29 @@ mlp_live = mg.liveness(mlp, alignment=1)
 for note_name, t in names.items():        # the MXNet note's names for the tensors
     iv = mlp_live.intervals[t]
     print(f"{note_name:8} steps {iv.start:2d}..{iv.end:2d}  {iv.bytes:7d} B")
-print("theoretical minimum:", mlp_live.theoretical_minimum(), "B of",
-      mlp_live.no_reuse_bytes(), "B")
+minimum = mlp_live.theoretical_minimum()
+print("theoretical minimum:", minimum, "B of", mlp_live.no_reuse_bytes(), "B")
+busiest = mlp_live.live_bytes().index(minimum)
+note_name = {t: n for n, t in names.items()}
+alive = sorted((iv for iv in mlp_live.planned() if iv.start <= busiest <= iv.end),
+               key=lambda iv: -iv.bytes)
+print(f"alive at step {busiest} ({mlp_live.schedule[busiest]}):",
+      ", ".join(f"{note_name.get(iv.name, iv.name)} {iv.bytes} B ({iv.kind}, "
+                f"{100 * iv.bytes / minimum:.0f}%)" for iv in alive))
+top = alive[0]
+print(f"the largest is {note_name.get(top.name, top.name)}, a {top.kind} of shape "
+      f"{mlp.tensors[top.name].shape}: {100 * top.bytes / minimum:.0f}% of the minimum; "
+      f"act1, the activation that waits for the backward pass, shape "
+      f"{mlp.tensors['act1'].shape}, is {mlp_live.intervals['act1'].bytes} B")
+assert top.kind == "gradient" and top.bytes > 0.5 * minimum
 plot_timeline(mg.plan_memory(mlp, mg.MemoryOptions(planner="refcount", alignment=1)), mlp)
+
+# %% [markdown]
+# On this small perceptron the weight gradient d(W1) dominates the peak (its shape is
+# the first layer's weights, printed above), because the input layer is wide and the
+# batch small; the activations waiting for the backward pass are a sliver. Grow the batch
+# and the activations grow with it while d(W1) does not (lesson 00's exercise 2 measures
+# that on another MLP).
 
 # %% [markdown]
 # ## 5. The schedule decides the lives
@@ -263,15 +285,30 @@ except mg.GraphError as e:
 # **3.** In the two-layer perceptron (`mlp` above), the theoretical minimum is the bytes
 # alive at one step. Which node runs at that step? Put its name (an entry of
 # `mlp_live.schedule`) in `ANSWER_3`, and say to yourself which tensors are alive there.
+#
+# **4.** Write liveness yourself. `my_intervals(graph, schedule)` returns
+# `{tensor name: (start, end)}` for every *planned* tensor of `graph` under `schedule` (a
+# list of node names): the rules of section 1, nothing else. Use `graph.tensors` (each
+# has `.kind` and `.producer`), `graph.consumers[name]` (the nodes that read a tensor)
+# and `graph.outputs`. Set `ANSWER_4 = my_intervals`; the check compares it with
+# `mg.liveness` on six graphs and schedules.
 
 # %%
 ANSWER_1 = None   # (start, end)
 ANSWER_2 = None   # bytes
 ANSWER_3 = None   # a node name
 
+
+def my_intervals(graph, schedule):
+    """{tensor name: (start, end)} for the planned tensors."""
+    raise NotImplementedError      # replace this line: a few lines do it
+
+
+ANSWER_4 = None   # then: ANSWER_4 = my_intervals
+
 # %%
 check_answers({1: (ANSWER_1, l02.exercise_1), 2: (ANSWER_2, l02.exercise_2),
-               3: (ANSWER_3, l02.exercise_3)})
+               3: (ANSWER_3, l02.exercise_3), 4: (ANSWER_4, l02.exercise_4)})
 
 # %% [markdown]
 # ## Summary

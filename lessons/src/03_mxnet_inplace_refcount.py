@@ -238,11 +238,25 @@ both = mg.plan_memory(mlp, ONE.replace(inplace=True))
 # SoftmaxOutput does the same safely: there one op makes the output and its gradient, so
 # fc2 has one reader. Here the loss and its gradient are two ops, and the strict rule
 # keeps fc2. The layout of the last-reader plan: x is time (steps), y the address;
-# hatched rectangles are in-place outputs.
+# hatched rectangles are in-place outputs. One weight gradient is far larger than the
+# rest (the cell prints it): drawn whole (left), the pair fc2 -> d(fc2) discussed above is
+# a sliver, so the right panel shows only the addresses around it.
 
 # %%
 print(both.table())
-plot_layout(both)
+plan = both.plan
+largest = max(plan.liveness.planned(), key=lambda iv: iv.bytes)
+x, y = names["fc2"], names["d(fc2)"]
+assert (x, y) in plan.inplace
+at, size = plan.offsets[x], plan.liveness.intervals[x].bytes
+lo, hi = max(0, at - 2 * size), at + 3 * size
+print(f"largest tensor: {note_name.get(largest.name, largest.name)}, {largest.bytes:,} B of "
+      f"a {both.arena_bytes:,} B arena; fc2 -> d(fc2): {size:,} B at offset {at:,}")
+fig = Figure(figsize=(14, 4.2), layout="constrained")
+left, right = fig.subplots(1, 2)
+plot_layout(both, ax=left, legend=False, title="the whole arena")
+plot_layout(both, ax=right, zoom=(lo, hi), title="around fc2 -> d(fc2)")
+fig
 
 # %% [markdown]
 # ## 5. Which free block? `match_range`, and growing a smaller block
@@ -335,15 +349,32 @@ assert arena[True] > arena[False] and arena["strict"] < arena[True]
 # **3.** Build a graph (`mg.Graph`) in which a `relu` does **not** go in place although
 # its input is an activation read by no one else later - a different clause of the rule
 # must forbid it. Put the graph in `ANSWER_3`.
+#
+# **4.** Write the rule yourself: `my_inplace_pairs(graph, live)` returns the (input,
+# output) pairs that the last-reader rule hands over, in schedule order - the clauses of
+# section 2's "The whole rule". An op's declared pairs are `get_op(node.op).inplace`
+# ((output index, input index) pairs); `live.intervals[name]` has each tensor's `start`,
+# `end` and `planned`; `live.schedule` the node names in order. Set
+# `ANSWER_4 = my_inplace_pairs`; the check compares it with `inplace_pairs` on six graphs.
 
 # %%
+from minigraph.ops.registry import get_op   # noqa: E402  (for exercise 4)
+
 ANSWER_1 = None   # an mg.Graph
 ANSWER_2 = None   # (bytes, bytes)
 ANSWER_3 = None   # an mg.Graph
 
+
+def my_inplace_pairs(graph, live):
+    """[(input, output), ...] that the last-reader rule allows, in schedule order."""
+    raise NotImplementedError      # replace this line
+
+
+ANSWER_4 = None   # then: ANSWER_4 = my_inplace_pairs
+
 # %%
 check_answers({1: (ANSWER_1, l03.exercise_1), 2: (ANSWER_2, l03.exercise_2),
-               3: (ANSWER_3, l03.exercise_3)})
+               3: (ANSWER_3, l03.exercise_3), 4: (ANSWER_4, l03.exercise_4)})
 
 # %% [markdown]
 # ## Summary

@@ -144,11 +144,13 @@ assert counts[8] == counts[4] > 0
 
 # %%
 def ancestors(graph, node):
-    """Every node that `node` depends on through the graph's edges."""
+    """Every node that `node` depends on through the graph's edges (the tensors it reads
+    and its control dependencies, lesson 01)."""
     seen, todo = set(), [node]
     while todo:
-        for t in graph.node(todo.pop()).inputs:
-            p = graph.tensors[t].producer
+        n = graph.node(todo.pop())
+        before = [graph.tensors[t].producer for t in n.inputs] + list(n.deps)
+        for p in before:
             if p is not None and p not in seen:
                 seen.add(p)
                 todo.append(p)
@@ -298,6 +300,14 @@ for case in ("branchy", "train"):
 # **4.** How many bytes does safe mode add to the refcount plan (alignment 1) of
 # `examples.branchy(branches=3, depth=3)`? Put the difference of the two arenas in
 # `ANSWER_4`, then say why no branch may reuse another's bytes.
+#
+# **5.** Write the exact test yourself: `my_hazards(graph, plan)` returns the parallel
+# hazards of a plan, the pairs (a, b) where b's bytes go over a's later in the schedule
+# (or b is a's in-place successor) and some use of a - its producer or a reader - is not
+# ordered before b's producer by the graph's edges. `ancestors(graph, node)` (section 4)
+# gives the edges' order; `plan.offsets[t]`, `plan.size(t)`, `plan.liveness.intervals[t]`
+# (`start`, `end`) and `plan.inplace` give the plan. Set `ANSWER_5 = my_hazards`; the
+# check compares it with `plan.parallel_hazards(graph)` on four plans.
 
 # %%
 ANSWER_1 = None   # number of colours
@@ -305,9 +315,18 @@ ANSWER_2 = None   # number of hazards
 ANSWER_3 = None   # number of nodes
 ANSWER_4 = None   # bytes
 
+
+def my_hazards(graph, plan):
+    """[(a, b), ...]: the pairs sharing bytes that the graph leaves unordered."""
+    raise NotImplementedError      # replace this line
+
+
+ANSWER_5 = None   # then: ANSWER_5 = my_hazards
+
 # %%
 check_answers({1: (ANSWER_1, l04.exercise_1), 2: (ANSWER_2, l04.exercise_2),
-               3: (ANSWER_3, l04.exercise_3), 4: (ANSWER_4, l04.exercise_4)})
+               3: (ANSWER_3, l04.exercise_3), 4: (ANSWER_4, l04.exercise_4),
+               5: (ANSWER_5, l04.exercise_5)})
 
 # %% [markdown]
 # ## Summary

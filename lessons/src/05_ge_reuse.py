@@ -360,15 +360,29 @@ for order in ("ge", "memory"):
 #
 # **3.** Make a buffer list of your own (a few `mg.Buffer(id, start, end, size)`) on which
 # GE's two-level reuse does *not* reach the theoretical minimum, and put it in `ANSWER_3`.
+#
+# **4.** Write GE's reuse step yourself (section 2): `my_reuse_blocks(buffers, range_of)`
+# returns the blocks, a list of lists of buffer ids, numbered in the order they are
+# opened. `range_of(buffer)` gives a buffer's range (Max block: the same for all; level 1:
+# the size itself; Binary block: its ceiling). Set `ANSWER_4 = my_reuse_blocks`; the check
+# compares it with `reuse_blocks` (`planners/ge.py`) under three range rules.
 
 # %%
 ANSWER_1 = None   # a number of bytes
 ANSWER_2 = None   # an order's name
 ANSWER_3 = None   # a list of mg.Buffer
 
+
+def my_reuse_blocks(buffers, range_of):
+    """[[buffer id, ...], ...]: GE's blocks, in the order they are opened."""
+    raise NotImplementedError      # replace this line
+
+
+ANSWER_4 = None   # then: ANSWER_4 = my_reuse_blocks
+
 # %%
 check_answers({1: (ANSWER_1, l05.exercise_1), 2: (ANSWER_2, l05.exercise_2),
-               3: (ANSWER_3, l05.exercise_3)})
+               3: (ANSWER_3, l05.exercise_3), 4: (ANSWER_4, l05.exercise_4)})
 
 # %% [markdown]
 # ## Summary

@@ -7,9 +7,9 @@
 # simulated annealing), compute the optimum with an integer linear program (ILP) where it
 # is small enough, and measure each heuristic's gap.
 #
-# **Sources.** Chainer-Opt's best-fit offset heuristic [Sekiyama 2018] and
-# its picture of "offset lines", MODeL's [Steiner 2023] and ROAM's [Shu 2023] ILP for the memory
-# layout and their program that chooses the order and the layout together (section 6),
+# **Sources.** Chainer-Opt's best-fit offset heuristic [Sekiyama 2018] and its picture of
+# "offset lines", MODeL's [Steiner 2023] and ROAM's [Shu 2023] ILP for the memory layout
+# and their integer program that chooses the order and the layout together (section 6),
 # DSA-SA's simulated annealing over the allocation order [Imanishi 2024]. The code to read
 # beside this lesson: `minigraph/memory/planners/greedy.py` (greedy by size and its
 # lowest-gap rule), `minigraph/memory/planners/bestfit.py` (the skyline of offset lines),
@@ -196,7 +196,10 @@ plot_comparison(rows, title="Transformer training step: every planner")
 #
 # First a graph made to fool every order: two branches, R1 -> R2 (small, then large) and
 # L1 -> L2 (large, then small), joined at the end. The "best fixed order" is the exact
-# fixed-order ILP (`ilp`) under every order of lesson 05, the smallest kept.
+# fixed-order ILP (`ilp`) under every order of lesson 05, the smallest kept. (One word,
+# two things: the *order* named "program" is the order the nodes were built in, the
+# first line below; MODeL's model is an *integer program*, which this lesson calls the
+# ILP.)
 
 # %%
 from minigraph import examples
@@ -225,8 +228,8 @@ assert joint.arena_bytes < fixed
 
 # %% [markdown]
 # Every heuristic order runs R2 while L1 is alive (R first because it allocates less,
-# or because it was built first); the program runs L1 and L2 first, so L1 is dead before
-# R2 is born. The note's bound is what no order can go below (here: node L2 holds L1 and
+# or because it was built first); the schedule `model-ilp` chose runs L1 and L2 first, so
+# L1 is dead before R2 is born. The note's bound is what no order can go below (here: node L2 holds L1 and
 # L2 at once), so "optimal" is a proof, not a hope.
 #
 # The CANN article's worked example [Huawei GE] as a graph (`examples.ge_worked_graph`:
@@ -247,7 +250,7 @@ for name, graph in [("CANN worked example", examples.ge_worked_graph()),
 
 # %% [markdown]
 # On the worked example the order has almost no freedom (only C, which reads a graph
-# input, may move), and the program proves that no order beats the article's plan: it
+# input, may move), and the ILP proves that no order beats the article's plan: it
 # saves nothing, and says so. On the zoo MLP it finds an order none of lesson 05's orders
 # finds. Real runs of such a plan are bit for bit those of the unplanned run:
 
@@ -327,4 +330,6 @@ check_answers({1: (answer_1, l06.exercise_1), 2: (answer_2, l06.exercise_2)})
 # - A planner that also chooses the order (MODeL's `model-ilp`) can beat every fixed
 #   order, with a proof on small graphs; its cost grows so fast with the graph that it is
 #   a tool for a few dozen nodes, or for subgraphs (ROAM).
-# - Next: lesson 07 goes below the minimum by *recomputing* tensors (DTR).
+# - Next: lesson 07 trades compute for memory: DTR evicts tensors and recomputes them,
+#   and so can hold less than the working minimum (arena + workspace) that bounds every
+#   plan that recomputes nothing.

@@ -80,13 +80,17 @@ assert peak_live(trace) == minimum
 #
 # ## 2. A hole too small (MODeL, figure 4)
 #
-# Four events are enough. `A` (4 MiB) and `B` (2 MiB) are allocated, `A` is freed, then
-# `C` (6 MiB) arrives. First fit put `A` at the bottom; its hole is too small for `C`, so
-# the arena grows. A static planner, which knew `C` was coming, left room for it.
+# A handful of events is enough. `A` (4 MiB) and `B` (2 MiB) are allocated, `A` is
+# freed, then `C` (6 MiB) arrives; the last events free the rest (the cell counts them).
+# First fit put `A` at the bottom; its hole is too small for `C`, so the arena grows. A
+# static planner, which knew `C` was coming, left room for it.
 
 # %%
 HOLE = [("alloc", "A", 4 * MiB), ("alloc", "B", 2 * MiB), ("free", "A", 0),
         ("alloc", "C", 6 * MiB), ("free", "B", 0), ("free", "C", 0)]
+before_c = HOLE.index(("alloc", "C", 6 * MiB))
+print(f"{len(HOLE)} events; the hole is made by the first {before_c}, C's allocation is "
+      f"event {before_c + 1}, the other {len(HOLE) - before_c - 1} free what is left")
 ff = simulate(HOLE, "first-fit")
 print(ff.summary())
 assert (ff.peak_reserved, ff.peak_allocated, ff.fragmentation) == (12 * MiB, 8 * MiB, 4 * MiB)
@@ -244,6 +248,12 @@ batch = {name: simulate(BATCH, name) for name in RELATIVES}
 for r in batch.values():
     print(r.summary())
 assert [batch[n].peak_reserved // MiB for n in RELATIVES] == [104, 60, 52, 52]
+for n in ("caching", "expandable"):
+    r = batch[n]
+    print(f"{n}: {r.peak_requested / MiB:g} MiB requested at the peak, "
+          f"{r.peak_allocated / MiB:g} MiB handed out: each 13 MiB request rounded up to "
+          f"{(r.peak_allocated // 4) / MiB:g} MiB" if r.peak_allocated != r.peak_requested
+          else f"{n}: handed out exactly what was requested")
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2))
 plot_arena(batch["caching"], axes[0], labels=True)
 plot_arena(batch["expandable"], axes[1], labels=True)
@@ -251,6 +261,12 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# Each title gives two peaks: *handed out* is what the allocator gave the tensors, each
+# request rounded up by its rules, *requested* what the program asked for (`summary()`
+# reports that one). The caching allocator makes a new segment for a large request
+# rounded up to 2 MiB and splits a block only when more than 1 MiB would be left, so each
+# 13 MiB tensor gets a whole 14 MiB segment (the lines above the picture).
+#
 # The caching allocator gave each 12 MiB tensor a 12 MiB segment; a 13 MiB tensor fits in
 # none of them, so it asks for four more (left: the "slivers" of PyTorch's note). The
 # expandable segment holds the first batch in three 20 MiB pages; freed, they are one free

@@ -3,12 +3,22 @@
     python lessons/src/build.py            # rewrite the notebooks
     python lessons/src/build.py --check    # exit 1 if a notebook is not its source's build
 
-`lessons/src/NN_name.py` gives `lessons/NN_name.ipynb` and `lessons/assignments/src/AN_name.py`
+`lessons/src/NN_name.py` (or `NNb_name.py`, a lesson between NN and NN+1) gives
+`lessons/NN_name.ipynb` and `lessons/assignments/src/AN_name.py`
 gives `lessons/assignments/AN_name.ipynb`. A source is a jupytext "percent" script: `# %%`
 starts a code cell, `# %% [markdown]` a markdown cell written as comments, and
 `# %% tags=["solution"]` sets the cell's tags. Jupytext does the conversion; this script adds
 only what a text file does not carry: a Python kernel, and cell ids numbered in order (jupytext
-draws random ones), so that rebuilding an unchanged source gives the same bytes.
+draws random ones), so that rebuilding an unchanged source gives the same bytes; and, in
+a lesson (not an assignment), each cell's slide type, so that
+
+    jupyter nbconvert --to slides lessons/07_dtr.ipynb
+
+makes reveal.js slides: a cell that opens with a title or a section heading (`# `, `## `)
+starts a new slide, every other cell is a slide below it (a subslide). One cell is one
+slide, so a slide fits the screen when its cell does: a markdown cell of at most
+`SLIDE_MARKDOWN_LINES` lines, a code cell of at most `SLIDE_CODE_LINES`
+(tests/test_slides.py holds every lesson to it).
 """
 
 from __future__ import annotations
@@ -20,11 +30,27 @@ import jupytext
 
 LESSONS = Path(__file__).resolve().parents[1]
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+SLIDE_MARKDOWN_LINES = 24      # a markdown slide at most this many lines
+SLIDE_CODE_LINES = 40          # a code slide at most this many lines
+
+
+def is_lesson(src: Path) -> bool:
+    """A lesson's source (lessons/src/), not an assignment's."""
+    return src.parent == LESSONS / "src"
+
+
+def slide_type(cell) -> str:
+    """"slide" for a cell that opens with a title or a section heading, else "subslide"."""
+    first = cell.source.lstrip().split("\n", 1)[0]
+    heading = cell.cell_type == "markdown" and (first.startswith("# ") or
+                                                first.startswith("## "))
+    return "slide" if heading else "subslide"
 
 
 def sources() -> list[Path]:
     """Every lesson and assignment source, in order."""
-    return (sorted(LESSONS.glob("src/[0-9][0-9]_*.py"))
+    return (sorted([*LESSONS.glob("src/[0-9][0-9]_*.py"),
+                    *LESSONS.glob("src/[0-9][0-9][a-z]_*.py")])
             + sorted(LESSONS.glob("assignments/src/A[0-9]_*.py")))
 
 
@@ -44,6 +70,8 @@ def notebook_text(src: Path) -> str:
         meta["cell_metadata_filter"] = ",".join(kept + [k for k in keys if k.startswith("-")])
     for k, cell in enumerate(nb.cells):
         cell.id = f"{src.stem.replace('_', '-').lower()}-{k:02d}"
+        if is_lesson(src):
+            cell.metadata["slideshow"] = {"slide_type": "slide" if k == 0 else slide_type(cell)}
     return jupytext.writes(nb, fmt="ipynb") + "\n"
 
 

@@ -132,6 +132,29 @@ def _row(name: str, h: str, ratio: float, budget: int, mode: str,
                     ratio_of=ratio_of, arena_ratio=arena_ratio)
 
 
+def smallest_budget(graph: Graph | Program | Any, points: int = 40, heuristic: Any = "dtr",
+                    *, schedule: Sequence[str] | None = None, alignment: int = 512,
+                    costs: CostSpec = "flops", options: DTROptions | None = None,
+                    **keywords: Any) -> tuple[int, DTRTrace | None]:
+    """The smallest budget (bytes of working memory) on a grid of `points` + 1 budgets from
+    `Bounds.lower` (no smaller one can work) to `Bounds.peak` (nothing is evicted) at which
+    DTR finishes, with its run; (peak, its run) when only the top finishes. DTR is not
+    monotone in the budget, so this is the smallest *grid point* that finishes, found by
+    trying each from the bottom up; a budget between two points is not tried."""
+    program = as_program(getattr(graph, "graph", graph) if hasattr(graph, "make_batch")
+                         else graph, schedule, alignment, costs)
+    b = program.bounds()
+    opts = dtr_options(options, **keywords).replace(heuristic=heuristic)
+    top = max(b.peak, b.lower)
+    grid = sorted({b.lower + (top - b.lower) * k // points for k in range(points + 1)})
+    for budget in grid:
+        try:
+            return budget, DTRRuntime(program, budget, options=opts).run()
+        except (BudgetError, ThrashError):
+            continue
+    return top, None
+
+
 def _progress_printer(done: int, total: int, row: SweepRow) -> None:
     width = 30
     filled = int(width * done / total) if total else width

@@ -6,8 +6,10 @@
                    [--inplace strict] [--colors 2 --coloring nnvm] [--safe]
 
 It prints the number of buffers, the theoretical minimum, the arena, their ratio and the
-planning time. `add_arguments(parser)` fills an argparse (sub)parser; `run(args)` returns
-the exit status: 0 fine, 2 a user's mistake (a bad file, option value, planner or model
+planning time; for a model also the same plan in the counting every technique shares
+(`memory/footprint.py`): workspace, working memory, the working minimum, the bytes
+outside. `add_arguments(parser)` fills an argparse (sub)parser; `run(args)` returns the
+exit status: 0 fine, 2 a user's mistake (a bad file, option value, planner or model
 name), printed as one line with no traceback. A bad value is refused, never replaced.
 `Parser` is an ArgumentParser whose usage errors are that one line too.
 
@@ -241,6 +243,14 @@ def _plan_model(args: argparse.Namespace) -> int:
           f"{args.planner}, order {args.order}, alignment {options.alignment}{extra}")
     _report(len(report.plan.offsets), report.theoretical_minimum, report.arena_bytes,
             report.seconds, report.plan.note, no_reuse=report.no_reuse_bytes)
+    # the same plan in the one counting of every technique (memory/footprint.py)
+    print(f"workspace           {report.workspace_bytes} B (the largest op's scratch, "
+          f"beside the arena)")
+    print(f"working             {report.working_bytes} B (arena + workspace; a DTR budget "
+          f"counts the same)")
+    print(f"working minimum     {report.working_minimum} B (bytes alive + the running "
+          f"op's workspace, at the worst step)")
+    print(f"outside             {report.outside_bytes} B (inputs, parameters, outputs)")
     if args.output:
         # An in-place chain is written as the one buffer it was planned as: its tensors
         # share bytes at the hand-over step, which a CSV (and --check) cannot express.

@@ -20,7 +20,7 @@ from ..memory.liveness import liveness
 from ..memory.orders import schedule
 from ..memory.planners import PLANNERS, options_for
 from ..runtime.dtr import budget_bounds, simulate
-from .dtr import SweepRow, sweep
+from .dtr import SweepRow, smallest_budget, sweep
 
 # Planners that may run for seconds (a progress bar in the widget, opt-in in comparisons).
 SLOW_PLANNERS = ("ilp", "anneal")
@@ -43,7 +43,13 @@ def _family(name: str) -> str:
 
 @dataclass
 class TechniqueRow:
-    """One bar: a technique's bytes against no reuse and the theoretical minimum."""
+    """One bar: a technique's bytes against no reuse and the theoretical minimum.
+
+    Counted as every technique is (`minigraph/memory/footprint.py`): `bytes` is the
+    arena (the planned tensors), `workspace` the largest op's scratch held beside it,
+    `outside` the inputs, parameters and outputs; `working` = arena + workspace, against
+    `working_minimum`. A DTR row holds tensors and workspace in one budget: its `bytes`
+    and `working` are both that budget (`shared`), and `reached` is the most it used."""
     label: str
     technique: str
     bytes: int
@@ -55,6 +61,16 @@ class TechniqueRow:
     options: MemoryOptions | None = None
     report: MemoryReport | None = field(default=None, repr=False)
     status: str = "ok"       # else what stopped the run ("thrashed", ...): no saving to show
+    workspace: int = 0
+    outside: int = 0
+    working_minimum: int = 0
+    shared: bool = False     # arena and workspace share one budget (DTR)
+    reached: int | None = None
+
+    @property
+    def working(self) -> int:
+        """Arena + workspace at worst (a shared budget: the budget itself)."""
+        return self.bytes if self.shared else self.bytes + self.workspace
 
     @property
     def saved_percent(self) -> float:
@@ -62,11 +78,23 @@ class TechniqueRow:
         return 100.0 * (n - self.bytes) / n if n else 0.0
 
     @property
+    def working_saved_percent(self) -> float:
+        """Working memory saved against no reuse (its arena + the same workspace)."""
+        n = self.no_reuse_bytes + self.workspace
+        return 100.0 * (n - self.working) / n if n else 0.0
+
+    @property
     def ratio_to_minimum(self) -> float:
         m = self.theoretical_minimum
         return self.bytes / m if m else 1.0
 
     def __str__(self) -> str:
+        if self.shared:
+            reached = "" if self.reached is None else f", used {fmt_bytes(self.reached)}"
+            return (f"{self.label:34} working {fmt_bytes(self.working):>11} (one budget for "
+                    f"arena and workspace{reached}; working minimum "
+                    f"{fmt_bytes(self.working_minimum)})" + (f"  {self.note}" if self.note
+                                                           else ""))
         return (f"{self.label:34} {fmt_bytes(self.bytes):>12}  saved {self.saved_percent:5.1f}%"
                 f"  x{self.ratio_to_minimum:.3f} of minimum  {self.seconds * 1000:7.1f} ms"
                 + (f"  {self.note}" if self.note else ""))
@@ -116,8 +144,9 @@ def compare_techniques(graph: Graph, options: MemoryOptions | None = None,
 
     `options` gives the shared switches (order, in-place, alignment, colours);
     `slow=False` leaves out the planners of `SLOW_PLANNERS`; `time_limit` bounds the ILP;
-    `dtr_budget` (bytes, or a float <= 1: a fraction of DTR's no-rematerialisation
-    peak) adds DTR's bar (`dtr_row`). `progress(i, n, label)`
+    `dtr_budget` (bytes of working memory, or a float <= 1: a fraction of the total peak
+    without rematerialisation) adds DTR's bar (`dtr_row`); every row carries its working
+    memory, the quantity a DTR bar can be compared in. `progress(i, n, label)`
     is called before each row (the widget's progress bar).
     """
     plan = plan or plan_memory
@@ -130,13 +159,15 @@ def compare_techniques(graph: Graph, options: MemoryOptions | None = None,
         rep = plan(graph, opts)
         rows.append(TechniqueRow(label, tech, rep.arena_bytes, rep.no_reuse_bytes,
                                  rep.theoretical_minimum, rep.seconds, family,
-                                 rep.plan.note, opts, rep))
+                                 rep.plan.note, opts, rep, workspace=rep.workspace_bytes,
+                                 outside=rep.outside_bytes,
+                                 working_minimum=rep.working_minimum))
     if dtr_budget is not None:
         if progress is not None:
             progress(len(todo), n, "DTR")
         rows.append(dtr_row(graph, dtr_budget, options,
-                            min(r.theoretical_minimum for r in rows),
-                            rows[0].no_reuse_bytes))
+                            min(r.working_minimum for r in rows),
+                            rows[0].no_reuse_bytes, workspace=rows[0].workspace))
     if progress is not None:
         progress(n, n, "done")
     return rows
@@ -150,35 +181,44 @@ def _dtr_kw(graph: Graph, options: MemoryOptions | None) -> dict:
 
 def dtr_row(graph: Graph, budget: int | float, options: MemoryOptions | None = None,
             minimum: int = 0, no_reuse_bytes: int | None = None,
-            heuristic: str = "dtr") -> TechniqueRow:
-    """DTR's bar: the arena it is given (`budget` bytes, or a float <= 1: that fraction of
-    the total no-rematerialisation peak, parameters and inputs included, as in the DTR
-    paper), with the compute it pays in the note. Simulated mode (op costs, no kernels).
-    A budget DTR cannot finish in (below the smallest that can work, or thrashing) gives
-    a row whose note says so, not an exception.
+            heuristic: str = "dtr", workspace: int = 0) -> TechniqueRow:
+    """DTR's bar: the working memory it is given (`budget` bytes, or a float <= 1: that
+    fraction of the total peak without rematerialisation, parameters and inputs included,
+    as in the DTR paper), with the compute it pays in the note. Simulated mode (op costs,
+    no kernels). A budget DTR cannot finish in (below the smallest that can work, or
+    thrashing) gives a row whose note says so, not an exception.
 
-    DTR's arena also holds each op's workspace, which the static plans leave out."""
+    DTR's budget holds the planned tensors *and* the running op's workspace (`shared`),
+    so the row is comparable with the static rows' working memory (arena + workspace),
+    against `minimum`, the working minimum (`footprint.py`); `workspace` is the static
+    rows' (for the no-reuse baseline of the saving). DTR has no arena of its own to set
+    against the theoretical minimum: its `theoretical_minimum` is 0."""
     kw = _dtr_kw(graph, options)
     t0 = time.perf_counter()
     ratio = isinstance(budget, float) and budget <= 1
     label = f"DTR at {budget:.0%} budget" if ratio else f"DTR at {fmt_bytes(int(budget))}"
     if no_reuse_bytes is None:
         no_reuse_bytes = plan_memory(graph, options or MemoryOptions()).no_reuse_bytes
+    bounds = budget_bounds(graph, **kw)
+    common = dict(workspace=workspace, outside=bounds.external,
+                  working_minimum=minimum or bounds.live, shared=True)
     try:
         trace = simulate(graph, ratio=budget, heuristic=heuristic, **kw) if ratio else \
             simulate(graph, budget=int(budget), heuristic=heuristic, **kw)
     except (BudgetError, ThrashError) as e:
-        bounds = budget_bounds(graph, **kw)
         arena = int(budget) if not ratio else max(0, bounds.arena_budget(float(budget)))
         what = "thrashes" if isinstance(e, ThrashError) else "cannot run"
         status = "thrashed" if isinstance(e, ThrashError) else \
             "below smallest budget" if arena < bounds.lower else "stuck"
-        return TechniqueRow(label, "dtr", arena, no_reuse_bytes, minimum,
+        return TechniqueRow(label, "dtr", arena, no_reuse_bytes, 0,
                             time.perf_counter() - t0, "dynamic",
-                            f"{what}: {str(e)[:120]}", None, None, status)
-    return TechniqueRow(label, "dtr", trace.budget, no_reuse_bytes, minimum,
+                            f"{what}: {str(e)[:120]}", None, None, status, **common)
+    below = trace.max_used < common["working_minimum"]
+    return TechniqueRow(label, "dtr", trace.budget, no_reuse_bytes, 0,
                         time.perf_counter() - t0, "dynamic",
-                        f"compute x{trace.overhead:.2f}", None, None)
+                        f"compute x{trace.overhead:.2f}" +
+                        (", below the working minimum" if below else ""),
+                        None, None, reached=trace.max_used, **common)
 
 
 def dtr_sweep(graph: Graph, ratios: Sequence[float] | None = None,
@@ -202,6 +242,48 @@ def dtr_sweep(graph: Graph, ratios: Sequence[float] | None = None,
         status = "thrash" if isinstance(e, ThrashError) else "budget"
         return [SweepRow(graph.name, h, r, 0, "sim", status, error=str(e)[:200])
                 for h in heuristics for r in ratios]
+
+
+# Static plans and DTR in one counting: the floors and DTR's smallest budget.
+
+@dataclass
+class Counted:
+    """One graph in the one counting (`minigraph/memory/footprint.py`), all bytes of one
+    schedule and alignment: the theoretical minimum (arena) and the working minimum (arena
+    + the running op's workspace), both with in-place; the best static plan's arena and
+    working memory (best-fit + in-place: arena + the largest workspace beside it); the
+    bytes outside; DTR's smallest budget that finishes (`smallest_budget`), the working
+    memory it used there and the compute it paid. `below` says whether DTR went under
+    the working minimum, which only recomputation can do."""
+    name: str
+    nodes: int
+    theoretical_minimum: int
+    working_minimum: int
+    static_arena: int
+    static_working: int
+    outside: int
+    dtr_lower: int
+    dtr_budget: int
+    dtr_used: int | None
+    dtr_overhead: float | None
+
+    @property
+    def below(self) -> bool:
+        return self.dtr_used is not None and self.dtr_budget < self.working_minimum
+
+
+def same_counting(graph: Graph, name: str | None = None, alignment: int = 512,
+                  points: int = 40) -> Counted:
+    """Static plans and DTR on `graph` (program order), counted the same way: `Counted`."""
+    rep = plan_memory(graph, MemoryOptions(inplace=True, planner="bestfit",
+                                           alignment=alignment))
+    kw = {"schedule": rep.plan.schedule, "alignment": alignment}
+    budget, trace = smallest_budget(graph, points, timeline=False, **kw)
+    return Counted(name or graph.name, len(graph.nodes), rep.theoretical_minimum,
+                   rep.working_minimum, rep.arena_bytes, rep.working_bytes,
+                   rep.outside_bytes, budget_bounds(graph, **kw).lower, budget,
+                   None if trace is None else trace.max_used,
+                   None if trace is None else trace.overhead)
 
 
 # The tour's table: every technique switched on in turn, each planner with in-place.

@@ -53,6 +53,7 @@ from .heuristic_grader import (  # noqa: F401
 )
 from .liveness_grader import check_liveness  # noqa: F401
 from .planner_grader import check_planner, library_planners  # noqa: F401
+from .reference import reference_function, reference_solution_path  # noqa: F401
 from .report import CaseResult, GradeReport  # noqa: F401
 from .sandbox import Submission
 
@@ -64,12 +65,6 @@ ASSIGNMENTS: dict[str, tuple[Callable[..., GradeReport], str, str]] = {
     "a2": (check_planner, "my_planner", "a2.py"),
     "a3": (check_heuristic, "my_heuristic", "a3.py"),
 }
-
-
-def reference_solution_path(assignment: str) -> Path:
-    """lessons/assignments/solutions/<a1|a2|a3>.py of this repository."""
-    root = Path(__file__).resolve().parents[2]
-    return root / "lessons" / "assignments" / "solutions" / ASSIGNMENTS[assignment][2]
 
 
 def notebook_source(path: Path) -> str:
@@ -153,14 +148,17 @@ def _preload() -> None:
     it could rewrite a file this process has yet to read. (The graders import the library
     at their top; the cases, private ones included, are read before the submission
     starts, too.) Left to load: the registry's planners and what they import inside their
-    functions (SciPy's MILP for the ILP planners); tests/test_grader_isolation.py checks
-    that nothing else is."""
+    functions (SciPy's MILP for the ILP planners), and the reference solutions (A1's
+    expected answers, A3's targets); tests/test_grader_isolation.py checks that nothing
+    else is."""
     import html  # noqa: F401  GradeReport._repr_html_
     import tempfile  # noqa: F401
 
     import scipy.optimize  # noqa: F401  the ILP planners' milp
     import scipy.sparse  # noqa: F401
     library_planners()
+    for key in ASSIGNMENTS:   # the reference solutions, where they are: A1's and A3's oracles
+        reference_function(key)
     isolation.jail()   # and the sandbox is chosen (tried once, in children of its own)
 
 

@@ -194,12 +194,14 @@ def bwrap_command(jail: Jail, folder: str, hide: Iterable[str | os.PathLike] = (
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
+    # /tmp first, then what is bound inside it: a package or interpreter under /tmp (a
+    # virtual environment made there) stays visible; the rest of /tmp is empty.
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm",
+             "--perms", "1777", "--tmpfs", "/tmp"]
     made, binds = {"/", "/tmp"}, [*SYSTEM]
     for path in [p for p in ETC if os.path.exists(p)] + _python_dirs():
         args += _parents(path, made, binds) + ["--ro-bind", path, path]
         binds.append(path)
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm",
-             "--perms", "1777", "--tmpfs", "/tmp"]
     for path in map(os.path.realpath, hide):
         if os.path.isdir(path) and any(_inside(path, b) for b in binds[len(SYSTEM):]):
             args += ["--tmpfs", path]
@@ -345,14 +347,19 @@ def lock(jail: Jail) -> bool:
         return False
     if _held["count"] == 0:
         import fcntl  # POSIX only; a sandbox user means POSIX
-        path = LOCK_FILE if os.access(os.path.dirname(LOCK_FILE), os.W_OK) else \
-            os.path.join("/var/lock" if os.path.isdir("/var/lock") else "/tmp",
-                         "minigraph-sandbox.lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(lock_path(), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         _held["fd"] = fd
     _held["count"] += 1
     return True
+
+
+def lock_path() -> str:
+    """`LOCK_FILE`, or one in /var/lock (else /tmp) where /run is not writable."""
+    if os.access(os.path.dirname(LOCK_FILE), os.W_OK):
+        return LOCK_FILE
+    return os.path.join("/var/lock" if os.path.isdir("/var/lock") else "/tmp",
+                        "minigraph-sandbox.lock")
 
 
 def unlock(held: bool) -> None:

@@ -1,10 +1,17 @@
-"""Grading assignment 1: liveness intervals and the theoretical minimum.
+"""Grading assignment 1: liveness with recomputation, and the theoretical minimum.
 
-The student writes `fn(graph, schedule, alignment) -> (intervals, minimum)` where
-`intervals` maps EVERY tensor name to `(start, end, bytes)` - `end` inclusive, bytes
-rounded up to `alignment` - and `minimum` is the theoretical minimum of the planned
-tensors. The reference is `minigraph.memory.liveness` ([Huawei GE, blog §3]; the CANN GE article's
-theoretical minimum [Huawei GE]). A wrong answer is explained with the rule it breaks.
+The student writes `fn(graph, schedule, alignment) -> (intervals, minimum)`. The schedule
+may run a node more than once (a recomputation, as checkpointing does [Chen 2016]); each
+run makes a new copy of the node's outputs, and a run reads the latest copy of each input.
+`intervals` maps EVERY tensor name to its copies, `[(start, end, bytes), ...]` in the order
+they are made - `end` inclusive [Huawei GE, blog §3], bytes rounded up to `alignment` - and
+`minimum` is the theoretical minimum of the planned copies (the CANN GE article's
+[Huawei GE]). Without recomputation this is `minigraph.memory.liveness`, lesson 02's
+module; with it, no function of the library answers (`liveness` refuses a node twice).
+
+The expected answers are the reference solution's (`expected`): run here where it is, else
+the answers it gave on the public cases, shipped in `answers.json`. A wrong answer is
+explained with the rule it breaks.
 """
 
 from __future__ import annotations
@@ -15,11 +22,16 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import GradingError
 from ..graph import Graph, TensorInfo
-from ..memory.liveness import Liveness, liveness
+from ..memory.liveness import PLANNED_KINDS
 from .cases import GraphCase, liveness_cases, private_liveness_cases
+from .reference import fingerprint, reference_function, shipped
 from .report import CaseResult, GradeReport, finish_report, run_cases
 from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case, scaled
+
+Copies = list[tuple[int, int, int]]
+Answer = tuple[dict[str, Copies], int]
 
 
 def check_liveness(fn: Callable, *, cases: Sequence[GraphCase] | None = None,
@@ -31,18 +43,55 @@ def check_liveness(fn: Callable, *, cases: Sequence[GraphCase] | None = None,
     seed; default from `MINIGRAPH_PRIVATE_CASES`). One point per case that is entirely
     right; each case runs in a child process with `time_limit` seconds (default
     `DEFAULT_TIME_LIMIT` x `time_scale()`). `fn` may be a `Submission` (a student's file
-    in its own process); `progress` prints each case as it is judged."""
+    in its own process); `progress` prints each case as it is judged. Raises GradingError
+    when a case has no expected answer here (`expected`)."""
     if time_limit is None:
         time_limit = scaled(DEFAULT_TIME_LIMIT)
     if cases is None:
         cases = liveness_cases(seed) + private_liveness_cases(private)
+    for case in cases:        # every answer known before any run of the student's
+        expected(case)
     results, outcomes, status = run_cases(
         cases, lambda case: _run(fn, case, time_limit, mode), _judge, max_timeouts, progress)
     report = GradeReport("A1 liveness", results, status,
-                         scoring="1 point per case with every interval and the minimum right")
+                         scoring="1 point per case with every copy's interval and the "
+                                 "minimum right")
     finish_report(report, cases, results, outcomes,
                   lambda case, out: _reproducer(fn, case, out, time_limit, mode, shrink))
     return report
+
+
+_expected: dict[tuple, Answer] = {}
+_keep_alive: dict[int, Graph] = {}
+
+
+def expected(case: GraphCase) -> Answer:
+    """The right answer to a case: the reference solution's (lessons/assignments/
+    solutions/a1.py, run in this process), else the answer it gave, shipped in
+    answers.json, for a public or generated case of seed 0 that is still the case it was
+    (`fingerprint`); cached. GradingError where neither is there: the students'
+    repository cannot grade private cases or other seeds."""
+    key = (id(case.graph), tuple(case.schedule), case.alignment)
+    if key in _expected:
+        return _expected[key]
+    ref = reference_function("a1")
+    if ref is not None:
+        intervals, minimum = ref(case.graph, list(case.schedule), case.alignment)
+    else:
+        entry = shipped().get("a1", {}).get(case.name) if case.source != "private" else None
+        if entry is None or entry["key"] != fingerprint(case.graph, case.schedule,
+                                                        case.alignment):
+            raise GradingError(
+                f"A1 case {case.name}: its expected answer comes from the reference solution "
+                "(lessons/assignments/solutions/a1.py), which is not here; without it only "
+                "the public cases (seed 0) can be graded, from their shipped answers. Grade "
+                "private cases and other seeds where the reference solution is.")
+        intervals, minimum = entry["intervals"], entry["minimum"]
+    answer = ({n: [tuple(int(x) for x in c) for c in copies]
+               for n, copies in intervals.items()}, int(minimum))
+    _keep_alive[id(case.graph)] = case.graph     # so that no other graph reuses its id
+    _expected[key] = answer
+    return answer
 
 
 # ---------------------------------------------------------------------------------------
@@ -58,7 +107,7 @@ def _judge(case: GraphCase, out: Outcome) -> CaseResult:
                       printed=out.printed if not ok else "")
 
 
-def parse_answer(value: Any) -> tuple[dict[str, tuple[int, int, int]] | None, Any, str]:
+def parse_answer(value: Any) -> tuple[dict[str, Copies] | None, Any, str]:
     """(intervals, minimum, "") from the plain value a solution returned, or a message."""
     if isinstance(value, dict) and {"intervals"} <= set(value) and "__type__" in value:
         return None, None, (f"you returned a {value['__type__']}; return a pair "
@@ -68,20 +117,30 @@ def parse_answer(value: Any) -> tuple[dict[str, tuple[int, int, int]] | None, An
                             f"{_describe(value)}")
     raw, minimum = value
     if not isinstance(raw, dict):
-        return None, None, ("intervals must be a dict {tensor name: (start, end, bytes)}, "
-                            f"got {_describe(raw)}")
+        return None, None, ("intervals must be a dict {tensor name: [(start, end, bytes), "
+                            f"...]}}, got {_describe(raw)}")
     intervals = {}
     for name, v in raw.items():
-        if isinstance(v, dict) and {"start", "end", "bytes"} <= set(v):
-            v = (v["start"], v["end"], v["bytes"])
-        if not isinstance(v, (list, tuple)) or len(v) != 3:
-            return None, None, (f"the interval of {name!r} must be (start, end, bytes), got "
-                                f"{_describe(v)}")
-        for label, x in zip(("start", "end", "bytes"), v):
-            if not isinstance(x, int) or isinstance(x, bool):
-                return None, None, (f"{label} of {name!r} is {x!r} ({_describe(x)}); "
-                                    "steps and bytes are integers")
-        intervals[name if not isinstance(name, Garbage) else repr(name)] = tuple(v)
+        if not isinstance(v, (list, tuple)):
+            return None, None, (f"the intervals of {name!r} must be a list of (start, end, "
+                                f"bytes), one per copy, got {_describe(v)}")
+        if v and all(isinstance(x, int) for x in v):
+            return None, None, (f"the intervals of {name!r} must be a list of (start, end, "
+                                f"bytes), one per copy; you gave one {tuple(v)}: write "
+                                f"[{tuple(v)}]")
+        copies = []
+        for c in v:
+            if isinstance(c, dict) and {"start", "end", "bytes"} <= set(c):
+                c = (c["start"], c["end"], c["bytes"])
+            if not isinstance(c, (list, tuple)) or len(c) != 3:
+                return None, None, (f"a copy of {name!r} must be (start, end, bytes), got "
+                                    f"{_describe(c)}")
+            for label, x in zip(("start", "end", "bytes"), c):
+                if not isinstance(x, int) or isinstance(x, bool):
+                    return None, None, (f"{label} of {name!r} is {x!r} ({_describe(x)}); "
+                                        "steps and bytes are integers")
+            copies.append(tuple(c))
+        intervals[name if not isinstance(name, Garbage) else repr(name)] = copies
     return intervals, minimum, ""
 
 
@@ -100,11 +159,10 @@ def judge_liveness(case: GraphCase, out: Outcome) -> tuple[bool, str]:
         if out.traceback:
             msg += "\n" + out.traceback
         return False, msg
-    ref = liveness(case.graph, case.schedule, case.alignment)
+    want, want_min = expected(case)
     intervals, minimum, problem = parse_answer(out.value)
     if problem:
         return False, problem
-    want = ref.intervals
     missing = [n for n in want if n not in intervals]
     if missing:
         t = case.graph.tensors[missing[0]]
@@ -113,53 +171,73 @@ def judge_liveness(case: GraphCase, out: Outcome) -> tuple[bool, str]:
     extra = [n for n in intervals if n not in want]
     if extra:
         return False, f"{extra[0]!r} is not a tensor of this graph"
-    for name in sorted(want, key=lambda n: (want[n].start, n)):
-        iv = want[name]
-        got = intervals[name]
-        if got != (iv.start, iv.end, iv.bytes):
-            return False, explain_interval(case, ref, name, got)
-    ref_min = ref.theoretical_minimum()
+    for name in sorted(want, key=lambda n: (want[n][0][0] if want[n] else 0, n)):
+        if intervals[name] != want[name]:
+            return False, explain_copies(case, name, intervals[name], want[name])
     if not isinstance(minimum, int) or isinstance(minimum, bool):
         return False, (f"the minimum must be an integer number of bytes, got "
                        f"{_describe(minimum)}")
-    if minimum != ref_min:
-        return False, explain_minimum(case, ref, minimum)
+    if minimum != want_min:
+        return False, explain_minimum(case, minimum)
     return True, ""
 
 
-def explain_interval(case: GraphCase, ref: Liveness, name: str,
-                     got: tuple[int, int, int]) -> str:
-    g = case.graph
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "ies" if word.endswith("y") else "s")
+
+
+def explain_copies(case: GraphCase, name: str, got: Copies, want: Copies) -> str:
+    """Why the copies of one tensor are wrong: the first rule they break, with the case's
+    own steps (from the expected answer and the schedule)."""
+    g, sched = case.graph, case.schedule
     t = g.tensors[name]
-    iv = ref.intervals[name]
-    pos = {n: k for k, n in enumerate(ref.schedule)}
-    last = max(ref.steps - 1, 0)
-    lines = [f"tensor {name!r} ({t.kind}, {t.spec()} {t.dtype}): you said "
-             f"(start, end, bytes) = {got}, the rule gives {(iv.start, iv.end, iv.bytes)}"]
-    if (got[0], got[1]) != (iv.start, iv.end):
+    last = max(len(sched) - 1, 0)
+    lines = [f"tensor {name!r} ({t.kind}, {t.spec()} {t.dtype}): you said {got}, the rules "
+             f"give {want}"]
+    runs = [k for k, n in enumerate(sched) if n == t.producer]
+    if len(got) != len(want):
+        if t.producer is None:
+            lines.append(f"- a {t.kind} is a leaf with its own storage: one copy, alive for "
+                         f"the whole run, steps [0, {last}]")
+        else:
+            lines.append(f"- node {t.producer} runs {_plural(len(runs), 'time')} (steps "
+                         f"{', '.join(map(str, runs))}) and each run makes a new copy: "
+                         f"{_plural(len(runs), 'copy')}, in the order they are made")
+        return "\n".join(lines)
+    j = next(k for k, (a, b) in enumerate(zip(got, want)) if a != b)
+    mine, (start, end, nbytes) = got[j], want[j]
+    if len(want) > 1:
+        lines.append(f"- copy {j + 1} of {len(want)}: you said {mine}, the rules give "
+                     f"{want[j]}")
+    if (mine[0], mine[1]) != (start, end):
+        nxt = want[j + 1][0] if j + 1 < len(want) else None
         if t.producer is None:
             lines.append(f"- a {t.kind} is a leaf with its own storage: it is alive for the "
                          f"whole run, steps [0, {last}]")
         else:
-            lines.append(f"- start: it is produced by node {t.producer} at step "
-                         f"{pos[t.producer]}")
-            readers = sorted(g.consumers[name], key=pos.__getitem__)
-            if name in g.outputs:
-                lines.append(f"- end: it is a graph output, so it stays alive to the last "
+            lines.append(f"- start: the run of {t.producer} at step {start} makes it")
+            if name in g.outputs and nxt is None:
+                lines.append(f"- end: a graph output: its last copy stays alive to the last "
                              f"step, {last}")
-            elif readers:
-                lines.append(f"- end: its last reader is node {readers[-1]} at step "
-                             f"{pos[readers[-1]]}")
+            elif end > start:
+                again = sched.index(sched[end]) < end
+                lines.append(f"- end: the last run that reads this copy is {sched[end]} at "
+                             f"step {end}" + (" - a recomputation: a node that runs again "
+                                              "reads its inputs again, which keeps their "
+                                              "latest copies alive" if again else ""))
             else:
-                lines.append("- end: nobody reads it, so it dies at the step that "
-                             "produces it")
-            if got[1] == iv.end - 1:
-                lines.append("- off by one: the end is INCLUSIVE - the tensor is still "
-                             "alive while its last reader runs")
-            elif got[1] == iv.end + 1:
+                lines.append("- end: no run reads this copy, so it dies at the step that "
+                             "makes it")
+            if nxt is not None and mine[1] >= nxt:
+                lines.append(f"- a run reads the LATEST copy made before it: from step {nxt} "
+                             f"on, readers read copy {j + 2}, not this one")
+            elif mine[1] == end - 1:
+                lines.append("- off by one: the end is INCLUSIVE - the copy is still alive "
+                             "while its last reader runs")
+            elif mine[1] == end + 1:
                 lines.append("- off by one: the end is the step of the last reader itself, "
                              "not the step after it")
-    if got[2] != iv.bytes:
+    if mine[2] != nbytes:
         if t.alias_of is not None:
             lines.append(f"- bytes: it is a parameter update written over {t.alias_of} in "
                          "place, so it has no bytes of its own (0)")
@@ -167,23 +245,37 @@ def explain_interval(case: GraphCase, ref: Liveness, name: str,
             raw = t.nbytes
             lines.append(f"- bytes: {int(np.prod(t.shape, dtype=np.int64))} elements x "
                          f"{np.dtype(t.dtype).itemsize} B = {raw} B, rounded up to a "
-                         f"multiple of the alignment {case.alignment}: {iv.bytes} B")
-            if got[2] == raw and raw != iv.bytes:
+                         f"multiple of the alignment {case.alignment}: {nbytes} B")
+            if mine[2] == raw and raw != nbytes:
                 lines.append("- you did not round up to the alignment")
     return "\n".join(lines)
 
 
-def explain_minimum(case: GraphCase, ref: Liveness, got: int) -> str:
-    live = ref.live_bytes()
-    want = ref.theoretical_minimum()
-    step = live.index(max(live)) if live else 0
-    alive = [iv for iv in ref.planned() if iv.start <= step <= iv.end and iv.bytes]
-    names = ", ".join(f"{iv.name} ({iv.bytes} B)" for iv in alive[:8])
-    return (f"theoretical minimum: you said {got}, the rule gives {want} B - the largest "
+def explain_minimum(case: GraphCase, got: int) -> str:
+    g = case.graph
+    want, want_min = expected(case)
+    planned = [n for n, t in g.tensors.items()
+               if t.kind in PLANNED_KINDS and n not in g.outputs]
+    live = [0] * (len(case.schedule) + 1)
+    for n in planned:
+        for s, e, b in want[n]:
+            live[s] += b
+            live[e + 1] -= b
+    total, per_step = 0, []
+    for d in live[:-1]:
+        total += d
+        per_step.append(total)
+    step = per_step.index(max(per_step)) if per_step else 0
+    alive = [(n, k, b) for n in planned for k, (s, e, b) in enumerate(want[n])
+             if s <= step <= e and b]
+    names = ", ".join(f"{n}{f' (copy {k + 1})' if len(want[n]) > 1 else ''} ({b} B)"
+                      for n, k, b in alive[:8])
+    return (f"theoretical minimum: you said {got}, the rules give {want_min} B - the largest "
             f"sum of planned bytes alive at one step (step {step}: {names}"
             f"{', ...' if len(alive) > 8 else ''}). Planned tensors are activations and "
-            "gradients that are not graph outputs; inputs, parameters, constants and "
-            "outputs keep their own storage and do not count.")
+            "gradients that are not graph outputs, and every copy of one counts while it "
+            "lives; inputs, parameters, constants and outputs keep their own storage and do "
+            "not count.")
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,8 +311,13 @@ def _category(out: Outcome) -> str:
 
 def _reproducer(fn: Callable, case: GraphCase, out: Outcome, time_limit: float, mode: str,
                 shrink: bool) -> str:
+    """The failing case shrunk to a few nodes, as code - where the reference solution is
+    here to answer the smaller graphs - else the public case by its name."""
     if case.source == "private":
         return "(a private case: its graph is not shown)"
+    name = getattr(fn, "__name__", "fn")
+    if reference_function("a1") is None:
+        return named_case_code(case, name, out)
     small = case
     if shrink and out.status in ("ok", "error"):
         want = _category(out)
@@ -234,7 +331,7 @@ def _reproducer(fn: Callable, case: GraphCase, out: Outcome, time_limit: float, 
 
         keep = ddmin([n.name for n in case.graph.nodes], fails)
         small = reduce_case(case, keep)
-    code = graph_case_code(small, getattr(fn, "__name__", "fn"))
+    code = graph_case_code(small, name)
     if small is not case:
         o = _run(fn, small, time_limit, mode)
         ok, msg = judge_liveness(small, o)
@@ -246,7 +343,7 @@ def _reproducer(fn: Callable, case: GraphCase, out: Outcome, time_limit: float, 
 def graph_case_code(case: GraphCase, fn_name: str = "my_liveness") -> str:
     """Python that rebuilds the case and calls the function, with the expected answer."""
     g = case.graph
-    ref = liveness(g, case.schedule, case.alignment)
+    want, want_min = expected(case)
     lines = ["from minigraph.graph import Graph, Node, TensorInfo", "nodes = ["]
     lines += [f"    {n!r}," for n in g.nodes]
     lines += ["]", "tensors = {t.name: t for t in ["]
@@ -254,8 +351,24 @@ def graph_case_code(case: GraphCase, fn_name: str = "my_liveness") -> str:
     lines += ["]}", f"graph = Graph.from_nodes(nodes, tensors, outputs={list(g.outputs)!r})",
               f"schedule = {list(case.schedule)!r}",
               f"intervals, minimum = {fn_name}(graph, schedule, alignment={case.alignment})",
-              "# expected intervals (start, end, bytes):"]
-    for iv in sorted(ref.intervals.values(), key=lambda iv: (iv.start, iv.name)):
-        lines.append(f"#   {iv.name}: {(iv.start, iv.end, iv.bytes)}")
-    lines.append(f"# expected minimum: {ref.theoretical_minimum()}")
+              "# expected copies [(start, end, bytes), ...]:"]
+    for n in sorted(want, key=lambda n: (want[n][0][0] if want[n] else 0, n)):
+        lines.append(f"#   {n}: {want[n]}")
+    lines.append(f"# expected minimum: {want_min}")
+    return "\n".join(lines)
+
+
+def named_case_code(case: GraphCase, fn_name: str, out: Outcome) -> str:
+    """Python that fetches a public case by its name and calls the function, with what
+    the rules give for the first tensor it got wrong."""
+    lines = ["from minigraph.grading.cases import liveness_case",
+             f"case = liveness_case({case.name!r})",
+             f"intervals, minimum = {fn_name}(case.graph, list(case.schedule), "
+             "case.alignment)"]
+    want, want_min = expected(case)
+    intervals, _, problem = parse_answer(out.value) if out.ok else (None, None, "")
+    wrong = [n for n in want if intervals is not None and intervals.get(n) != want[n]]
+    if wrong:
+        lines.append(f"# expected intervals[{wrong[0]!r}]: {want[wrong[0]]}")
+    lines.append(f"# expected minimum: {want_min}")
     return "\n".join(lines)

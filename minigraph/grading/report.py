@@ -198,19 +198,33 @@ def progress_line(k: int, n: int, r: CaseResult, seconds: float) -> str:
     """One line per judged case, printed while a check runs (a long check must not look
     hung): position, name, verdict, points, seconds (the run and the judging)."""
     verdict = "ok" if r.passed else "FAILED"
-    first = r.message.splitlines()[0][:70] if r.message else ""
+    first = clip(r.message.splitlines()[0], 70) if r.message else ""
     return (f"  [{k:>{len(str(n))}}/{n}] {r.name:<24} {verdict:<6} {100 * r.points:5.1f}%"
             f" {seconds:6.1f} s" + (f"  {first}" if first and not r.passed else ""))
 
 
+def clip(text: str, width: int) -> str:
+    """`text` cut to at most `width` characters at a space, with "..." where it was cut."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 3].rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:(") + "..."
+
+
 def run_cases(cases: Sequence[Any], run: Callable[[Any], Any],
               judge: Callable[[Any, Any], CaseResult], max_timeouts: int,
-              progress: bool = False) -> tuple[list[CaseResult], list[Any], str]:
+              progress: bool = False,
+              not_implemented: Callable[[Any], bool] | None = None
+              ) -> tuple[list[CaseResult], list[Any], str]:
     """Run and judge the cases in order -> (results, outcomes, status), printing each as it
     is judged with `progress`. After `max_timeouts` time-outs the remaining cases are
-    marked "not run" and the status says so."""
+    marked "not run" and the status says so. A case the stub answered (`not_implemented`
+    of its outcome; default: it raised NotImplementedError) prints no line until a case
+    that is not: a stub's check prints only its report, "not implemented yet"."""
+    stub = not_implemented or _raised_not_implemented
     results: list[CaseResult] = []
     outcomes: list[Any] = []
+    held: list[str] | None = []     # the lines of the stub's cases so far
     timeouts, status = 0, "graded"
     for k, case in enumerate(cases):
         t0 = time.perf_counter()
@@ -220,8 +234,14 @@ def run_cases(cases: Sequence[Any], run: Callable[[Any], Any],
         if case.source == "private":
             conceal(results[-1], out)
         if progress:
-            print(progress_line(k + 1, len(cases), results[-1], time.perf_counter() - t0),
-                  flush=True)
+            line = progress_line(k + 1, len(cases), results[-1], time.perf_counter() - t0)
+            if held is not None and stub(out):
+                held.append(line)
+            else:
+                for ln in held or ():
+                    print(ln, flush=True)
+                held = None
+                print(line, flush=True)
         timeouts += out.status == "timeout"
         if timeouts >= max_timeouts and k + 1 < len(cases):
             status = f"stopped: {timeouts} time-outs, {len(cases) - k - 1} cases not run"
@@ -253,7 +273,7 @@ PRIVATE_RULES = (
     ("do not replay", "the eviction choices do not replay"),
     ("the arena reached", "over the budget"),
     ("outputs differ", "the outputs differ from a plain run"),
-    ("against DTR's", "correct, but more compute than DTR's"),
+    ("against the target's", "correct, but more compute than the target's"),
     ("your heuristic raised", "the heuristic raised an exception"),
     ("expected", "an answer of the wrong type"),
 )

@@ -78,7 +78,8 @@ def exercise_2(answer: Any) -> tuple[bool, str]:
 
     factor = minimum(128) / minimum(64)
     if abs(value - factor) < 0.02:
-        return True, ("less than 2: the weight gradients and the parameters do not grow "
-                      "with the batch, only the activations and their gradients do")
+        return True, ("less than 2: the weight gradients, planned and alive at the "
+                      "busiest step, do not grow with the batch; only the activations and "
+                      "their gradients do")
     return False, ("too small" if value < factor else "too large") + (
         ": rebuild section 1's graph at batch 128 and divide the two theoretical minima")

@@ -25,7 +25,7 @@ def _count(answer: Any) -> int | None:
     return n if n == answer else None
 
 
-def aggregation_nodes() -> int:
+def _aggregation_nodes() -> int:
     """`add_n` nodes of mg.grad for loss = mean(s * h + s), h = x @ W, s = sigmoid(h):
     h is read twice (sigmoid, mul) and so is s (mul, add) [Chen 2016]."""
     with name_scope():
@@ -43,7 +43,7 @@ def exercise_1(answer: Any) -> tuple[bool, str]:
     n = _count(answer)
     if n is None:
         return False, f"{answer!r} is not a whole number of nodes"
-    if n == aggregation_nodes():
+    if n == _aggregation_nodes():
         return True, "one add_n for every tensor that two nodes read (h and s)"
     return False, ("count the forward tensors that more than one node reads: each gets "
                    "exactly one add_n; `print(mg.Graph([dW]))` lists the nodes")
@@ -59,7 +59,7 @@ def lesson_step() -> Graph:
         return training_graph(loss, [W], lr=0.5)
 
 
-def backward_readers_of_activations(step: Graph) -> int:
+def _backward_readers_of_activations(step: Graph) -> int:
     """Backward nodes of `step` that read a forward activation: each such read keeps the
     activation alive from the forward pass into the backward pass."""
     return sum(1 for node in step.nodes if node.role == "backward"
@@ -71,7 +71,7 @@ def exercise_2(answer: Any) -> tuple[bool, str]:
     n = _count(answer)
     if n is None:
         return False, f"{answer!r} is not a whole number of nodes"
-    if n == backward_readers_of_activations(lesson_step()):
+    if n == _backward_readers_of_activations(lesson_step()):
         return True, ("each of them keeps a forward activation alive into the backward "
                       "pass: those are the long lives of the liveness table")
     return False, ("look at every node with role 'backward' and the kind of its inputs "

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ops
+from collections.abc import Callable
+
+from .. import examples, ops
 from ..examples import named, sigmoid_chain, two_layer_mlp
 from ..graph import Graph, input, name_scope
 from ..memory.liveness import Liveness, liveness
+from ..models import get_model
 
 #: Exercise 1's schedule of the blog's four ops: Op3 (T3) before Op2 (T2).
 OTHER_ORDER = ["T1", "T3", "T2", "Output"]
@@ -56,14 +59,14 @@ def exercise_2(answer: Any) -> tuple[bool, str]:
                    "its output are both alive); A, the input, and the loss are not planned")
 
 
-def mlp_liveness() -> Liveness:
+def _mlp_liveness() -> Liveness:
     """Lesson 02's two-layer perceptron (`examples.two_layer_mlp()`), alignment 1."""
     return liveness(two_layer_mlp()[0], alignment=1)
 
 
 def exercise_3(answer: Any) -> tuple[bool, str]:
     """A node that runs at a step where the most planned bytes are alive."""
-    live = mlp_liveness()
+    live = _mlp_liveness()
     per_step = live.live_bytes()
     if answer not in live.schedule:
         return False, (f"{answer!r} is not a node of the perceptron: pick an entry of "
@@ -73,3 +76,62 @@ def exercise_3(answer: Any) -> tuple[bool, str]:
                       "beside the gradient it is computed from")
     return False, ("fewer bytes are alive at that step than at the peak: print "
                    "mlp_live.live_bytes() beside mlp_live.schedule")
+
+
+def exercise_4_cases() -> list[tuple[str, Graph, list[str]]]:
+    """(name, graph, schedule) of the graphs exercise 4's check runs `my_intervals` on: the
+    blog's four ops in two orders, a sigmoid chain, the perceptron, four branches, the zoo
+    CNN's training step."""
+    blog = blog_graph()
+    cases = [("blog, program order", blog, [n.name for n in blog.nodes]),
+             ("blog, Op3 first", blog, list(OTHER_ORDER))]
+    for name, g in (("sigmoid chain", sigmoid_chain(4, shape=(4, 8))),
+                    ("two-layer perceptron", two_layer_mlp()[0]),
+                    ("four branches", examples.branchy(branches=4, depth=2)),
+                    ("zoo cnn", get_model("cnn").graph)):
+        cases.append((name, g, [n.name for n in g.nodes]))
+    return cases
+
+
+def exercise_4(fn: Callable[..., Any]) -> tuple[bool, str]:
+    """The student's `my_intervals(graph, schedule)` -> {tensor: (start, end)} for the
+    planned tensors, against `mg.liveness` on every case of `exercise_4_cases`."""
+    if not callable(fn):
+        return False, f"ANSWER_4 must be your function my_intervals, not {fn!r}"
+    for name, graph, order in exercise_4_cases():
+        try:
+            got = fn(graph, list(order))
+        except NotImplementedError:
+            return False, "my_intervals still raises NotImplementedError: write its body"
+        except Exception as e:      # the student's code: say what it raised, and where
+            return False, f"on {name}: it raised {type(e).__name__}: {e}"
+        if not isinstance(got, dict):
+            return False, f"on {name}: return a dict {{tensor name: (start, end)}}"
+        live = liveness(graph, order, alignment=1)
+        want = {iv.name: (iv.start, iv.end) for iv in live.planned()}
+        missing = sorted(set(want) - set(got))
+        extra = sorted(set(got) - set(want))
+        if extra:
+            if extra[0] not in live.intervals:
+                return False, f"on {name}: {extra[0]!r} is not a tensor of this graph"
+            return False, (f"on {name}: {extra[0]!r} (kind {live.intervals[extra[0]].kind})"
+                           " is not planned: only activations and gradients are, and a "
+                           "graph output is not")
+        if missing:
+            return False, (f"on {name}: {missing[0]!r} is missing: every activation and "
+                           "gradient that is not a graph output is planned")
+        for t, (start, end) in want.items():
+            pair = got[t]
+            try:
+                s, e = (int(v) for v in pair)
+            except (TypeError, ValueError):
+                return False, f"on {name}: give {t!r} a pair (start, end), not {pair!r}"
+            if s != start:
+                return False, (f"on {name}: {t!r} starts at the step of the node that "
+                               "produces it (its position in the schedule)")
+            if e != end:
+                return False, (f"on {name}: {t!r} ends at the step of its last reader, "
+                               "that step included; a tensor no node reads ends where it "
+                               "starts")
+    return True, (f"the same lives as mg.liveness on all {len(exercise_4_cases())} "
+                  "graphs and schedules")

@@ -4,15 +4,19 @@ values are computed here, out of the notebook, so no cell shows them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ..graph import Graph
+from .. import examples, ops
+from ..examples import named
+from ..graph import Graph, input, name_scope  # noqa: A004 (minigraph's input)
 from ..memory.api import MemoryOptions, plan_memory
 from ..memory.buffers import Buffer
-from ..memory.inplace import inplace_pairs
+from ..memory.inplace import inplace_pairs, inplace_refusal
 from ..memory.instances import ge_worked_example
 from ..memory.liveness import liveness
 from ..memory.planners import plan_buffers
+from ..models import get_model
 
 
 def _not_a_graph(answer: Any, n: int) -> str:
@@ -89,3 +93,57 @@ def exercise_3(graph: Any) -> tuple[bool, str]:
         return True, ", ".join(found)
     return False, ("every relu whose input is an activation it reads last went in place: "
                    "look at the clauses about the output, not the input")
+
+
+def _triple_read() -> Graph:
+    """add_n reading one tensor through three operands (the lesson's rule 5)."""
+    with name_scope():
+        a = named(ops.tanh(input("x", (2, 3))), "a")
+        return Graph([named(ops.sum(named(ops.add_n(a, a, a), "s")), "loss")])
+
+
+def exercise_4_cases() -> list[tuple[str, Graph]]:
+    """The graphs exercise 4's check runs `my_inplace_pairs` on (program order)."""
+    return [("three sigmoids", examples.sigmoid_chain(3, shape=(4, 8))),
+            ("the counter-example", examples.inplace_counterexample()),
+            ("the counter-example, F first", examples.inplace_counterexample(f_first=True)),
+            ("add_n(a, a, a)", _triple_read()),
+            ("the two-layer perceptron", examples.two_layer_mlp()[0]),
+            ("the zoo transformer", get_model("transformer").graph)]
+
+
+def exercise_4(fn: Callable[..., Any]) -> tuple[bool, str]:
+    """The student's `my_inplace_pairs(graph, live)`: the last-reader rule's (input,
+    output) pairs in schedule order, against `inplace_pairs` on every case."""
+    if not callable(fn):
+        return False, f"ANSWER_4 must be your function my_inplace_pairs, not {fn!r}"
+    for name, graph in exercise_4_cases():
+        live = liveness(graph, alignment=1)
+        try:
+            got = fn(graph, live)
+        except NotImplementedError:
+            return False, "my_inplace_pairs still raises NotImplementedError: write its body"
+        except Exception as e:      # the student's code: say what it raised, and where
+            return False, f"on {name}: it raised {type(e).__name__}: {e}"
+        try:
+            got = [(str(x), str(y)) for x, y in got]
+        except (TypeError, ValueError):
+            return False, f"on {name}: return a list of (input, output) pairs"
+        want = inplace_pairs(graph, live)
+        for x, y in got:
+            if (x, y) not in want:
+                if x in {a for a, _ in got if (a, y) != (x, y)} or \
+                        y in {b for a, b in got if (a, b) != (x, y)}:
+                    return False, (f"on {name}: one input gives its bytes to one output, "
+                                   "and one output takes one input")
+                why = inplace_refusal(graph, live, x, y) if x in graph.tensors and \
+                    y in graph.tensors else f"{x} or {y} is not a tensor of this graph"
+                return False, f"on {name}: ({x}, {y}) breaks a clause: {why}"
+        missing = [p for p in want if p not in got]
+        if missing:
+            return False, (f"on {name}: {len(missing)} pair(s) missing: take each op's "
+                           "declared pairs (`get_op(node.op).inplace`, (output index, input "
+                           "index)) and keep those no clause forbids")
+        if got != want:
+            return False, f"on {name}: the right pairs, but list them in schedule order"
+    return True, (f"the same pairs as inplace_pairs on all {len(exercise_4_cases())} graphs")

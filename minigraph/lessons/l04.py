@@ -6,6 +6,7 @@ is computed here, and a wrong answer gets a hint that does not give it away.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import examples
@@ -13,7 +14,7 @@ from ..autodiff import training_graph
 from ..errors import PlanError
 from ..graph import Graph, input, name_scope, param  # noqa: A004 (minigraph's input)
 from ..memory import MemoryOptions, color_nodes, liveness, plan_memory
-from ..models import named
+from ..models import get_model, named
 from ..ops import add, exp, neg, relu, sigmoid, tanh
 from ..ops import sum as sum_  # noqa: A004
 from .l01 import _count
@@ -22,17 +23,17 @@ from .l01 import _count
 OPTS = MemoryOptions(planner="refcount", alignment=1)
 
 
-def hazards(graph: Graph, options: MemoryOptions) -> int:
+def _hazards(graph: Graph, options: MemoryOptions) -> int:
     """Parallel hazards of the plan `options` make for `graph` [Chen 2016]."""
     return len(plan_memory(graph, options).plan.parallel_hazards(graph))
 
 
-def colours_for_no_hazards(branches: int, depth: int = 3) -> int:
+def _colours_for_no_hazards(branches: int, depth: int = 3) -> int:
     """The smallest k whose colouring leaves no parallel hazard on `branchy`: at most
     one colour per branch plus one for the input and the join."""
     g = examples.branchy(branches=branches, depth=depth)
     for k in range(1, branches + 2):
-        if not hazards(g, OPTS.replace(colors=k)):
+        if not _hazards(g, OPTS.replace(colors=k)):
             return k
     raise PlanError(f"branchy({branches}, {depth}) keeps parallel hazards with "
                     f"{branches + 1} colours")
@@ -43,13 +44,13 @@ def exercise_1(answer: Any) -> tuple[bool, str]:
     k = _count(answer)
     if k is None:
         return False, f"{answer!r} is not a whole number of colours"
-    if k == colours_for_no_hazards(3):
+    if k == _colours_for_no_hazards(3):
         return True, "one colour per branch: no branch waits on another's bytes"
     if k < 1:
         return False, "k counts colours: 1 or more"
-    return False, ("plan the three-branch graph with `OPTS.replace(colors=k)` for k = 1, "
-                   "2, ... and count `plan.parallel_hazards(g3)`; the answer is the first k "
-                   "with none")
+    return False, ("plan the exercise's three-branch graph (`examples.branchy`) with "
+                   "`OPTS.replace(colors=k)` for k = 1, 2, ... and count the plan's "
+                   "`parallel_hazards` of that graph; the answer is the first k with none")
 
 
 def exercise_2(answer: Any) -> tuple[bool, str]:
@@ -57,7 +58,7 @@ def exercise_2(answer: Any) -> tuple[bool, str]:
     n = _count(answer)
     if n is None:
         return False, f"{answer!r} is not a whole number of hazards"
-    if n == hazards(examples.branchy(branches=4, depth=3), OPTS.replace(inplace=True)):
+    if n == _hazards(examples.branchy(branches=4, depth=3), OPTS.replace(inplace=True)):
         return True, ("each branch is one in-place chain, one buffer, shared with no "
                       "other branch")
     return False, ("plan `g` with `OPTS.replace(inplace=True)` and count its parallel "
@@ -74,7 +75,7 @@ def lesson_training_graph() -> Graph:
         return training_graph(sum_(sigmoid(h) * tanh(h)), [w], lr=0.1)
 
 
-def colour0_path(graph: Graph, k: int = 2) -> list[str]:
+def _colour0_path(graph: Graph, k: int = 2) -> list[str]:
     """The nodes of colour 0 (the heaviest path) in schedule order."""
     live = liveness(graph, alignment=1)
     colour = color_nodes(graph, live, k)
@@ -86,7 +87,7 @@ def exercise_3(answer: Any) -> tuple[bool, str]:
     n = _count(answer)
     if n is None:
         return False, f"{answer!r} is not a whole number of nodes"
-    path = colour0_path(lesson_training_graph())
+    path = _colour0_path(lesson_training_graph())
     if n == len(path):
         return True, f"the heaviest path: {' -> '.join(path)}"
     return False, ("colour `train` with `color_nodes(train, mg.liveness(train, "
@@ -106,7 +107,7 @@ def chain_with_sides() -> Graph:
         return Graph([named(sum_(c5), "loss")])
 
 
-def safe_cost(branches: int = 3, depth: int = 3) -> int:
+def _safe_cost(branches: int = 3, depth: int = 3) -> int:
     """Bytes safe mode adds to the plain refcount plan of `branchy(branches, depth)`."""
     g = examples.branchy(branches=branches, depth=depth)
     return plan_memory(g, OPTS.replace(safe=True)).arena_bytes - \
@@ -118,9 +119,52 @@ def exercise_4(answer: Any) -> tuple[bool, str]:
     n = _count(answer)
     if n is None:
         return False, f"{answer!r} is not a whole number of bytes"
-    if n == safe_cost():
+    if n == _safe_cost():
         return True, "the price of zero hazards: no branch takes another branch's bytes"
     if n < 0:
         return False, "safe mode never lets a tensor share more: the answer is not negative"
-    return False, ("plan `g3` with `OPTS` and with `OPTS.replace(safe=True)` and subtract "
-                   "the two `arena_bytes`")
+    return False, ("plan `examples.branchy(branches=3, depth=3)` with `OPTS` and with "
+                   "`OPTS.replace(safe=True)` and subtract the two `arena_bytes`")
+
+
+def exercise_5_cases() -> list[tuple[str, Graph, MemoryOptions]]:
+    """The plans exercise 5's check runs `my_hazards` on."""
+    return [("four branches, one colour", examples.branchy(branches=4, depth=3), OPTS),
+            ("four branches, two colours", examples.branchy(branches=4, depth=3),
+             OPTS.replace(colors=2)),
+            ("section 4's training graph", lesson_training_graph(),
+             OPTS.replace(inplace=True)),
+            ("the zoo cnn", get_model("cnn").graph, OPTS.replace(inplace=True))]
+
+
+def exercise_5(fn: Callable[..., Any]) -> tuple[bool, str]:
+    """The student's `my_hazards(graph, plan)`: the pairs (a, b) sharing bytes that the
+    graph's edges leave unordered, as `plan.parallel_hazards(graph)` finds them."""
+    if not callable(fn):
+        return False, f"ANSWER_5 must be your function my_hazards, not {fn!r}"
+    for name, graph, options in exercise_5_cases():
+        plan = plan_memory(graph, options).plan
+        try:
+            got = fn(graph, plan)
+        except NotImplementedError:
+            return False, "my_hazards still raises NotImplementedError: write its body"
+        except Exception as e:      # the student's code: say what it raised, and where
+            return False, f"on {name}: it raised {type(e).__name__}: {e}"
+        try:
+            got = {(str(a), str(b)) for a, b in got}
+        except (TypeError, ValueError):
+            return False, f"on {name}: return a list of (a, b) pairs"
+        want = set(plan.parallel_hazards(graph))
+        extra, missing = sorted(got - want), sorted(want - got)
+        if extra:
+            a, b = extra[0]
+            return False, (f"on {name}: ({a}, {b}) is no hazard: either the two never share "
+                           "bytes at different times, or every use of the first (its "
+                           "producer and each reader) is an ancestor of the second's "
+                           "producer")
+        if missing:
+            return False, (f"on {name}: {len(missing)} hazard(s) missing: a pair sharing "
+                           "bytes is one when some use of the first tensor is not an "
+                           "ancestor of the second's producer; in-place hand-overs count "
+                           "too")
+    return True, f"the same hazards as parallel_hazards on all {len(exercise_5_cases())} plans"

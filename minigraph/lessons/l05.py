@@ -6,12 +6,13 @@ is computed here, and a wrong answer gets a hint that does not give it away.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..memory import ORDERS, Buffer, MemoryOptions, plan_memory, theoretical_minimum
-from ..memory.instances import ge_worked_example
+from ..memory.instances import ge_worked_example, hard_instance
 from ..memory.planners import plan_buffers
-from ..memory.planners.ge import binary_ranges
+from ..memory.planners.ge import binary_ranges, reuse_blocks
 from ..models import get_model
 from .l01 import _count
 
@@ -20,7 +21,7 @@ EXERCISE_2_MODEL = "cnn"
 EXACT = MemoryOptions(planner="none", alignment=1)
 
 
-def binary_block_bytes() -> int:
+def _binary_block_bytes() -> int:
     """Binary block reuse's arena on the worked example, exact bytes [Huawei GE, §1.1]."""
     return plan_buffers(ge_worked_example(), "ge-binary", alignment=1)[1].arena_bytes
 
@@ -30,7 +31,7 @@ def exercise_1(answer: Any) -> tuple[bool, str]:
     n = _count(answer)
     if n is None:
         return False, f"{answer!r} is not a whole number of bytes"
-    if n == binary_block_bytes():
+    if n == _binary_block_bytes():
         return True, ("A and C share a block; D's range is theirs but C is still alive "
                       "when D starts; B and E have ranges of their own")
     ranges = binary_ranges([b.size for b in ge_worked_example()])
@@ -40,7 +41,7 @@ def exercise_1(answer: Any) -> tuple[bool, str]:
                    "tensor and add the blocks up")
 
 
-def minima_by_order(model: str = EXERCISE_2_MODEL) -> dict[str, int]:
+def _minima_by_order(model: str = EXERCISE_2_MODEL) -> dict[str, int]:
     """The theoretical minimum of `model`'s training step under every order but "best"."""
     g = get_model(model).graph
     return {o: plan_memory(g, EXACT.replace(order=o)).theoretical_minimum
@@ -53,7 +54,7 @@ def exercise_2(answer: Any) -> tuple[bool, str]:
         return False, "'best' only keeps the winner of the others: name the one it keeps"
     if not isinstance(answer, str) or answer not in ORDERS:
         return False, f"{answer!r} is not an order; the orders: {', '.join(ORDERS)}"
-    mins = minima_by_order()
+    mins = _minima_by_order()
     low = min(mins.values())
     if mins[answer] == low:
         return True, f"{answer!r}: {low:,} B, the lowest of {len(mins)} orders"
@@ -73,3 +74,54 @@ def exercise_3(answer: Any) -> tuple[bool, str]:
     return False, (f"GE reaches the minimum ({low} B) here; try blocks of different sizes "
                    "where a small block's life overlaps two larger blocks that could "
                    "otherwise share an address")
+
+
+def _binary_range(buffers: list[Buffer]) -> Callable[[Buffer], Hashable]:
+    """Binary block's range rule for `buffers`: the first range ceiling a size fits."""
+    ceilings = binary_ranges([b.size for b in buffers], align=1)
+    return lambda b: next((c for c in ceilings if b.size <= c), ceilings[-1])
+
+
+def exercise_4_cases() -> list[tuple[str, list[Buffer], str, Callable[[Buffer], Hashable]]]:
+    """(name, buffers, range rule's name, range rule) of exercise 4's check."""
+    worked = ge_worked_example()
+    hard = [b for b in hard_instance(30, capacity=4096, seed=0, granule=64) if b.size]
+    return [("the worked example, Max block", worked, "one range", lambda b: 0),
+            ("the worked example, level 1", worked, "exact size", lambda b: b.size),
+            ("the worked example, Binary block", worked, "binary", _binary_range(worked)),
+            ("lesson 06's hard instance, Max block", hard, "one range", lambda b: 0),
+            ("lesson 06's hard instance, Binary block", hard, "binary", _binary_range(hard))]
+
+
+def exercise_4(fn: Callable[..., Any]) -> tuple[bool, str]:
+    """The student's `my_reuse_blocks(buffers, range_of)` -> blocks (lists of buffer ids),
+    against `reuse_blocks` on every case of `exercise_4_cases`."""
+    if not callable(fn):
+        return False, f"ANSWER_4 must be your function my_reuse_blocks, not {fn!r}"
+    for name, buffers, _, range_of in exercise_4_cases():
+        try:
+            got = fn(list(buffers), range_of)
+        except NotImplementedError:
+            return False, "my_reuse_blocks still raises NotImplementedError: write its body"
+        except Exception as e:      # the student's code: say what it raised, and where
+            return False, f"on {name}: it raised {type(e).__name__}: {e}"
+        try:
+            got = [[getattr(b, "id", b) for b in block] for block in got]
+        except TypeError:
+            return False, f"on {name}: return a list of blocks, each a list of buffer ids"
+        want = [[b.id for b in block] for block in reuse_blocks(buffers, range_of)]
+        if got == want:
+            continue
+        if sorted(map(sorted, got)) == sorted(map(sorted, want)):
+            return False, (f"on {name}: the right groups; number the blocks in the order they "
+                           "are opened, and list each block's buffers in the order they "
+                           "take it")
+        if len(got) != len(want):
+            more = "more" if len(got) > len(want) else "fewer"
+            return False, (f"on {name}: {more} blocks than GE opens: a buffer takes a free "
+                           "block of its own range if there is one (free: its last buffer "
+                           "ended before this one starts), the lowest-numbered first")
+        return False, (f"on {name}: the blocks are grouped differently: walk the buffers "
+                       "by start step (ties in list order), and reuse only a block of "
+                       "the same range")
+    return True, f"the same blocks as GE's reuse on all {len(exercise_4_cases())} cases"

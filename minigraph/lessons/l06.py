@@ -27,7 +27,7 @@ def lesson_instance() -> list[Buffer]:
     return hard_instance(30, capacity=CAPACITY, seed=0, granule=64)
 
 
-def first_fit_offsets(buffers: Sequence[Buffer]) -> dict[Any, int]:
+def _first_fit_offsets(buffers: Sequence[Buffer]) -> dict[Any, int]:
     """The reference: by start step (ties in list order), each at the lowest offset free
     for its whole life among those already placed."""
     offsets: dict[Any, int] = {}
@@ -56,7 +56,7 @@ def exercise_1(answer: Any) -> tuple[bool, str]:
             validate_offsets(buffers, offsets)
         except MinigraphError as e:
             return False, f"the plan is not valid: {e}"
-        want = first_fit_offsets(buffers)
+        want = _first_fit_offsets(buffers)
         for b in sorted(buffers, key=lambda b: b.start):
             if offsets[b.id] != want[b.id]:
                 lower = "lower" if want[b.id] < offsets[b.id] else "higher"
@@ -81,6 +81,13 @@ def _gap(planner: str) -> float:
         report.theoretical_minimum
 
 
+def _best_fit_note(gap: float) -> str:
+    """What the right answer is told of best-fit's gap, written from the number itself."""
+    where = "reaches the minimum there" if gap == 0 else \
+        f"stays {gap:.2f}% above the minimum there"
+    return f"best-fit, which sees every life in advance, {where}: knowing the future is worth that"
+
+
 def exercise_2(answer: Any) -> tuple[bool, str]:
     """The registered planner's gap to the theoretical minimum on the zoo LSTM, in %."""
     if PLANNER_NAME not in PLANNERS:
@@ -90,7 +97,7 @@ def exercise_2(answer: Any) -> tuple[bool, str]:
     except (TypeError, ValueError):
         return False, f"{answer!r} is not a number (a percentage, e.g. 12.5)"
     reference = "first-fit-start (reference)"
-    PLANNERS[reference] = lambda buffers: Placement.of(buffers, first_fit_offsets(buffers))
+    PLANNERS[reference] = lambda buffers: Placement.of(buffers, _first_fit_offsets(buffers))
     try:
         want = _gap(reference)
     finally:
@@ -99,8 +106,7 @@ def exercise_2(answer: Any) -> tuple[bool, str]:
         return False, ("the registered planner does not place as first fit by start does; "
                        "get exercise 1 right first")
     if abs(gap - want) <= 0.05:
-        return True, (f"best-fit, which sees every life in advance, reaches the minimum "
-                      f"there ({_gap('bestfit'):.1f}%): knowing the future is worth that")
+        return True, _best_fit_note(_gap("bestfit"))
     if abs(gap - (100.0 + want)) <= 0.05:
         return False, "that is the arena as a share of the minimum; the gap is what lies above"
     return False, (f"plan it: mg.plan_memory(get_model({EXERCISE_2_MODEL!r}).graph, "

@@ -65,7 +65,7 @@ def gpt_graph() -> Any:
     return _import(case.module, case.example_inputs, case.loss_fn, case.targets).graph
 
 
-def smallest_ratio(graph: Any) -> float | None:
+def _smallest_ratio(graph: Any) -> float | None:
     """The smallest of RATIOS_2 at which DTR's simulation finishes on `graph`."""
     done = None
     for r in RATIOS_2:
@@ -83,7 +83,7 @@ def exercise_2(ratio: Any) -> tuple[bool, str]:
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio not in RATIOS_2:
         return False, f"ANSWER_2 must be one of RATIOS_2 {RATIOS_2}, not {ratio!r}"
     g = gpt_graph()
-    best = smallest_ratio(g)
+    best = _smallest_ratio(g)
     try:
         trace = simulate(g, ratio=float(ratio), heuristic="dtr")
     except BudgetError:

@@ -15,6 +15,7 @@ from .buffers import (  # noqa: F401
     validate_offsets,
 )
 from .coloring import color_nodes, tensor_colors  # noqa: F401
+from .footprint import Footprint, step_workspace, working_minimum  # noqa: F401
 from .inplace import inplace_pairs, merge_inplace  # noqa: F401
 from .liveness import Interval, Liveness, liveness  # noqa: F401
 from .orders import ORDERS, schedule  # noqa: F401

@@ -20,6 +20,7 @@ from ..errors import PlanError
 from ..graph import Graph, as_graph, fmt_bytes
 from .buffers import Buffer, arena_size, theoretical_minimum
 from .coloring import check_coloring, tensor_colors
+from .footprint import Footprint, outside_bytes, step_workspace, working_minimum
 from .inplace import INPLACE_RULES, inplace_pairs, merge_inplace
 from .liveness import Liveness, liveness
 from .orders import ORDERS, schedule
@@ -110,13 +111,23 @@ def _count(name: str, value: Any) -> int:
 
 @dataclass
 class MemoryReport:
-    """A plan with the numbers a student compares: no reuse, this plan, the minimum."""
+    """A plan with the numbers a student compares: no reuse, this plan, the minimum.
+
+    In the one counting of every technique (`footprint.py`): `arena_bytes` (the planned
+    tensors), `workspace_bytes` (the largest op's scratch, which the executor takes beside
+    the arena), `outside_bytes` (inputs, parameters, constants, outputs, exact bytes;
+    `unplanned` gives them by kind, rounded to the alignment), `working_bytes` (arena +
+    workspace) against `working_minimum`, the floor of every run of this schedule that
+    recomputes nothing; `footprint` holds them together."""
     plan: MemoryPlan
     options: MemoryOptions
     theoretical_minimum: int
     no_reuse_bytes: int
     seconds: float
     unplanned: dict[str, int]
+    workspace_bytes: int = 0
+    working_minimum: int = 0
+    outside_bytes: int = 0
 
     @property
     def arena_bytes(self) -> int:
@@ -125,6 +136,15 @@ class MemoryReport:
     @property
     def saved_bytes(self) -> int:
         return self.no_reuse_bytes - self.arena_bytes
+
+    @property
+    def working_bytes(self) -> int:
+        """The arena plus the largest workspace beside it: what this plan holds at worst."""
+        return self.arena_bytes + self.workspace_bytes
+
+    @property
+    def footprint(self) -> Footprint:
+        return Footprint(self.arena_bytes, self.workspace_bytes, self.outside_bytes)
 
     @property
     def saved_percent(self) -> float:
@@ -204,5 +224,7 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
                       graph, options.inplace_rule)
     seconds = time.perf_counter() - t0
     plan.prove(graph)       # bound by construction: its liveness was made from graph
+    workspace = step_workspace(graph, live.schedule, options.alignment)
     return MemoryReport(plan, options, theoretical_minimum(merged), live.no_reuse_bytes(),
-                        seconds, live.unplanned_bytes())
+                        seconds, live.unplanned_bytes(), max(workspace, default=0),
+                        working_minimum(merged, workspace), outside_bytes(graph))

@@ -98,8 +98,11 @@ def plot_arena(result: AllocatorResult, ax: Any = None, *, title: str | None = N
     ax.set_xlim(0, end)
     _mib_axis(ax, top)
     u = _unit_of(top)
-    ax.set_title(title or f"{result.name}: reserved {fmt_in(result.peak_reserved, u)}, "
-                 f"peak in use {fmt_in(result.peak_allocated, u)}", fontsize=9)
+    rounded = result.peak_allocated != result.peak_requested
+    ax.set_title(title or f"{result.name}: reserved {fmt_in(result.peak_reserved, u)},\n"
+                 f"peak handed out {fmt_in(result.peak_allocated, u)}" +
+                 (f" (requests rounded up; {fmt_in(result.peak_requested, u)} requested)"
+                  if rounded else " (= requested)"), fontsize=9)
     return ax
 
 

@@ -1,8 +1,11 @@
 """DTR in the widget: one run at a budget ratio, what it came to, and the slider's range.
 
-The slider holds a fraction of DTR's total no-rematerialisation peak (the DTR paper's
-ratio [Kirisame 2021]). It runs from the smallest ratio that could work (`low_ratio`:
-`Bounds.lower`, the largest op footprint) to 100%, and starts at the smallest ratio at
+The slider holds a fraction of the total peak without rematerialisation (working peak +
+outside, the DTR paper's ratio [Kirisame 2021]); the budget it gives is working memory
+(the planned tensors and the running op's workspace in one range), the quantity DTR's bar
+is drawn in, beside the static plans' arena + workspace (`minigraph/memory/footprint.py`).
+It runs from the smallest ratio that could work (`low_ratio`: `Bounds.lower`, the largest
+op footprint) to 100%, and starts at the smallest ratio at
 which DTR finishes (`default_ratio`). A run never raises for a budget that is too small:
 `run_at` records what stopped it, and the pictures draw such a run as failed, never
 with a saving.
@@ -31,15 +34,19 @@ DTR_OK, DTR_THRASHED, DTR_BELOW, DTR_STUCK = "ok", "thrashed", "below smallest b
 
 @dataclass(frozen=True)
 class DTRRun:
-    """DTR at one budget: `ratio` of the total peak, `budget` bytes of arena, `status`
-    ok / thrashed / below smallest budget / stuck, the compute it paid (`overhead`, ok
-    only), and `lower`, the smallest budget that could work (`Bounds.lower`)."""
+    """DTR at one budget: `ratio` of the total peak, `budget` bytes of working memory,
+    `status` ok / thrashed / below smallest budget / stuck, the compute it paid
+    (`overhead`, ok only), `used` (the most working memory it held, ok only), `lower`,
+    the smallest budget that could work (`Bounds.lower`), and `live`, the working minimum
+    (no run that recomputes nothing holds less)."""
     ratio: float
     budget: int
     status: str
     lower: int
     overhead: float | None = None
     error: str = ""
+    used: int | None = None
+    live: int = 0
 
     @property
     def ok(self) -> bool:
@@ -49,13 +56,17 @@ class DTRRun:
     def label(self) -> str:
         return f"DTR at {self.ratio:.0%} budget"
 
-    def describe(self, unit: str | None = None) -> str:
-        """"DTR at 53% budget: 415.04 KiB arena, compute x8.06" or what stopped it; byte
-        counts in `unit` (one of `plots.UNIT_DIV`) or else `fmt_bytes`'s."""
+    def describe(self, unit: str | None = None, working_minimum: int | None = None) -> str:
+        """"DTR at 53% budget: 415.04 KiB working memory, compute x8.06" or what stopped
+        it; byte counts in `unit` (one of `plots.UNIT_DIV`) or else `fmt_bytes`'s; set
+        against `working_minimum` (default: the program's, `live`)."""
         size = (lambda n: fmt_in(n, unit)) if unit else fmt_bytes
-        head = f"{self.label}: {size(self.budget)} arena"
+        head = f"{self.label}: {size(self.budget)} working memory"
+        wm = self.live if working_minimum is None else working_minimum
         if self.status == DTR_OK:
-            return f"{head}, compute x{self.overhead:.2f}"
+            where = "below" if self.budget < wm else "not below"
+            return (f"{head}, compute x{self.overhead:.2f}, {where} the working minimum "
+                    f"{size(wm)}")
         if self.status == DTR_BELOW:
             return (f"{head}, below smallest budget {size(self.lower)} (the largest "
                     f"op footprint): not run")
@@ -65,15 +76,18 @@ class DTRRun:
                 f"({DTROptions().thrash_limit:g}x the base compute), stopped")
 
     def technique_row(self, report: MemoryReport, minimum: int) -> TechniqueRow:
-        """DTR's bar among the static ones: its arena budget and its status (a failed run
-        is drawn hatched, with no saving, by `plots.plot_comparison`); the note says what
-        an ok run paid."""
+        """DTR's bar among the static ones, in working memory (its budget holds tensors
+        and workspace, `shared`) against `minimum`, the working minimum; a failed run is
+        drawn hatched, with no saving, by `plots.plot_comparison`; the note says what an
+        ok run paid."""
         note = ""
         if self.ok:
             note = f"compute x{self.overhead:.2f}" + \
-                (", below the minimum by recomputing" if self.budget < minimum else "")
-        return TechniqueRow(self.label, "dtr", self.budget, report.no_reuse_bytes, minimum,
-                            0.0, "dynamic", note, status=self.status)
+                (", below the working minimum" if self.budget < minimum else "")
+        return TechniqueRow(self.label, "dtr", self.budget, report.no_reuse_bytes, 0,
+                            0.0, "dynamic", note, status=self.status,
+                            workspace=report.workspace_bytes, outside=report.outside_bytes,
+                            working_minimum=minimum, shared=True, reached=self.used)
 
 
 def run_at(program: Program, bounds: Bounds, ratio: float) -> DTRRun:
@@ -81,18 +95,20 @@ def run_at(program: Program, bounds: Bounds, ratio: float) -> DTRRun:
     below `bounds.lower` is not run, a thrashing or stuck run says so."""
     budget = bounds.arena_budget(ratio)
     if budget < bounds.lower:
-        return DTRRun(ratio, max(budget, 0), DTR_BELOW, bounds.lower)
+        return DTRRun(ratio, max(budget, 0), DTR_BELOW, bounds.lower, live=bounds.live)
     try:
         trace = simulate(program, budget=budget, heuristic="dtr")
     except ThrashError as e:
-        return DTRRun(ratio, budget, DTR_THRASHED, bounds.lower, error=str(e))
+        return DTRRun(ratio, budget, DTR_THRASHED, bounds.lower, error=str(e),
+                      live=bounds.live)
     except BudgetError as e:     # stuck: the pinned bytes left no room
-        return DTRRun(ratio, budget, DTR_STUCK, bounds.lower, error=str(e))
-    return DTRRun(ratio, budget, DTR_OK, bounds.lower, trace.overhead)
+        return DTRRun(ratio, budget, DTR_STUCK, bounds.lower, error=str(e), live=bounds.live)
+    return DTRRun(ratio, budget, DTR_OK, bounds.lower, trace.overhead, used=trace.max_used,
+                  live=bounds.live)
 
 
 def low_ratio(bounds: Bounds) -> float:
-    """The smallest ratio on the slider's grid whose arena budget reaches `bounds.lower`;
+    """The smallest ratio on the slider's grid whose budget reaches `bounds.lower`;
     below it DTR refuses to start."""
     ratio = ceil_step((bounds.lower + bounds.external) / bounds.total if bounds.total else 1.0)
     while ratio < 1.0 and bounds.arena_budget(ratio) < bounds.lower:

@@ -15,7 +15,12 @@ this schedule with in-place outputs sharing their input's bytes, at this alignme
 the lowest of the minimums of the rows compared (the no-reuse row, without in-place, and
 a two-colour row, whose colours forbid some in-place pairs, have higher ones), so no
 static plan in the view goes below it; the headline, the timeline, the layout and the bars
-all get this one number (`minimum=`). DTR can go below it: it recomputes what it evicted.
+all get this one number (`minimum=`).
+
+With DTR on, the bars compare working memory (`minigraph/memory/footprint.py`): a static
+plan's arena plus the workspace beside it, DTR's budget (which holds both), against the
+working minimum (the lowest of the static rows'); only a DTR run that recomputes goes
+below it. The headline gives both counts, each named.
 
 DTR's budget slider and its runs are `dtr_budget`'s: the slider starts at the smallest
 budget of the model shown at which DTR finishes; a run that did not finish is drawn as
@@ -116,10 +121,13 @@ class ExplorerResult:
     sweep: list[Any] | None = None            # DTR at each budget ratio (when DTR is on)
     messages: list[str] = field(default_factory=list)
     minimum: int | None = None
+    working_minimum: int | None = None
 
     def __post_init__(self) -> None:
         if self.minimum is None:
             self.minimum = view_minimum(self.report, self.rows)
+        if self.working_minimum is None:
+            self.working_minimum = view_minimum(self.report, self.rows, working=True)
 
     @property
     def unit(self) -> str:
@@ -128,20 +136,34 @@ class ExplorerResult:
 
     @property
     def headline(self) -> str:
-        return headline(self.report, self.dtr, self.minimum, self.unit)
+        return headline(self.report, self.dtr, self.minimum, self.unit,
+                        self.working_minimum)
 
     @property
     def caption(self) -> str:
-        """What the view shows and what its minimum means (the line under the headline)."""
-        return (f"{self.state.describe(self.graph)}. Theoretical minimum: the most bytes "
-                f"alive at any one step of this schedule, in-place outputs sharing their "
-                f"input's bytes where that is lower; no static plan here goes below it"
-                + ("; DTR can, by recomputing" if self.dtr is not None else "") + ".")
+        """What the view shows and what its minima mean (the line under the headline)."""
+        text = (f"{self.state.describe(self.graph)}. Arena: the planned tensors; theoretical "
+                f"minimum: the most of their bytes alive at any one step of this schedule, "
+                f"in-place outputs sharing their input's bytes where that is lower; no static "
+                f"plan here goes below it.")
+        if self.dtr is not None:
+            text += (" With DTR the bars show working memory: a static plan's arena plus the "
+                     "largest op's workspace beside it, DTR's budget holding both; the "
+                     "working minimum adds each step's workspace to the bytes alive there, "
+                     "and only recomputation goes below it. DTR's budget is a fraction of "
+                     "the total peak without rematerialisation (working peak + inputs, "
+                     "parameters and outputs), the DTR paper's.")
+        return text
 
 
-def view_minimum(report: MemoryReport, rows: list[techniques.TechniqueRow] = ()) -> int:
+def view_minimum(report: MemoryReport, rows: list[techniques.TechniqueRow] = (),
+                 working: bool = False) -> int:
     """The one theoretical minimum of a view: the lowest among the plan's and the static
-    rows' (they differ by in-place and colours, see the module docstring)."""
+    rows' (they differ by in-place and colours, see the module docstring); `working`: the
+    one working minimum, the same way."""
+    if working:
+        return min([report.working_minimum,
+                    *(r.working_minimum for r in rows if r.family != "dynamic")])
     return min([report.theoretical_minimum,
                 *(r.theoretical_minimum for r in rows if r.family != "dynamic")])
 
@@ -154,17 +176,22 @@ def view_unit(report: MemoryReport, rows: list[techniques.TechniqueRow] = ()) ->
 
 
 def headline(report: MemoryReport, dtr: DTRRun | None = None,
-             minimum: int | None = None, unit: str | None = None) -> str:
-    """"peak X -> Y, saved Z% (theoretical minimum W)" for the planned bytes, each in
-    `unit` (default: `view_unit(report)`; powers of two); `minimum` defaults to the
-    report's; a DTR run adds what it came to."""
+             minimum: int | None = None, unit: str | None = None,
+             working_minimum: int | None = None) -> str:
+    """"arena: peak X -> Y, saved Z% (theoretical minimum W)" for the planned tensors, each
+    in `unit` (default: `view_unit(report)`; powers of two); `minimum` defaults to the
+    report's. A DTR run adds a second count, working memory (arena + workspace): this
+    plan's, DTR's budget, and `working_minimum` (default: the report's)."""
     m = report.theoretical_minimum if minimum is None else minimum
     unit = unit or view_unit(report)
-    text = (f"peak {plots.fmt_in(report.no_reuse_bytes, unit)} -> "
+    text = (f"arena: peak {plots.fmt_in(report.no_reuse_bytes, unit)} -> "
             f"{plots.fmt_in(report.arena_bytes, unit)}, saved {report.saved_percent:.1f}% "
             f"(theoretical minimum {plots.fmt_in(m, unit)})")
     if dtr is not None:
-        text += f"; {dtr.describe(unit)}"
+        wm = report.working_minimum if working_minimum is None else working_minimum
+        text += (f"; working memory (arena + workspace): this plan "
+                 f"{plots.fmt_in(report.working_bytes, unit)}, "
+                 f"{dtr.describe(unit, wm)}")
     return text
 
 
@@ -308,6 +335,7 @@ class MemoryExplorer:
         report = self.report(state)
         rows = list(self.rows(state, progress))
         minimum = view_minimum(report, rows)
+        working_min = view_minimum(report, rows, working=True)
         messages: list[str] = []
         run, sweep = None, None
         if state.dtr:
@@ -315,10 +343,11 @@ class MemoryExplorer:
             if state.dtr_budget is None:
                 state = state.replace(dtr_budget=self.dtr_default(state, progress))
             run = self.dtr_run(state)
-            rows.append(run.technique_row(report, minimum))
+            rows.append(run.technique_row(report, working_min))
             if not run.ok:
-                messages.append(run.describe(view_unit(report, rows)))
-        return ExplorerResult(state, graph, report, rows, run, sweep, messages, minimum)
+                messages.append(run.describe(view_unit(report, rows), working_min))
+        return ExplorerResult(state, graph, report, rows, run, sweep, messages, minimum,
+                              working_min)
 
     # Pictures ------------------------------------------------------------------------
     @staticmethod
@@ -361,8 +390,10 @@ class MemoryExplorer:
 
     @staticmethod
     def _comparison(result: ExplorerResult, ax: Any = None):
-        return plots.plot_comparison(result.rows, ax=ax, minimum=result.minimum,
-                                     unit=result.unit)
+        dtr = result.dtr is not None
+        return plots.plot_comparison(result.rows, ax=ax, unit=result.unit,
+                                     minimum=result.working_minimum if dtr else result.minimum,
+                                     quantity="working" if dtr else "arena")
 
 
 def figure_bytes(fig: Any, fmt: str = "png", dpi: int = 80) -> bytes:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import PlanError, PlanTypeError
 from ..experiments.techniques import TechniqueRow
-from ..graph import Graph
+from ..graph import Graph, fmt_bytes
 from ..memory.api import MemoryReport
 from ..memory.buffers import Buffer, arena_size, live_bytes_per_step, theoretical_minimum
 from ..memory.plan import MemoryPlan
@@ -203,7 +203,7 @@ def timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = No
 
 # What the timeline says about each band: in the arena (planned) or outside it.
 BAND_NOTE = {"activations": "in the arena", "gradients": "in the arena",
-             "workspace": "outside: per op, while it runs",
+             "workspace": "beside the arena: per op, while it runs",
              "outputs": "outside: own buffers", "parameters & inputs": "outside: own buffers"}
 PLANNED_BANDS = ("activations", "gradients")
 
@@ -260,6 +260,7 @@ def plot_timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None
     if tl.steps:
         ax.axvline(tl.peak_step, color="black", alpha=0.25, linewidth=0.8)
     ax.set_xlim(-0.5, max(tl.steps - 0.5, 0.5))
+    _integer_ticks(ax.xaxis)
     ax.set_ylim(0, top / div * 1.08)
     _plain_ticks(ax.yaxis)
     ax.set_xlabel("step (position in the schedule)")
@@ -268,7 +269,7 @@ def plot_timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
                   frameon=False, title="planned: activations, gradients\n"
-                  "not planned: parameters, inputs,\noutputs (own buffers), workspace",
+                  "not planned: parameters, inputs, outputs\n(outside: own buffers), workspace",
                   title_fontsize="small", alignment="left")
     return fig
 
@@ -338,7 +339,8 @@ def placement_rects(buffers: Sequence[Buffer], offsets: Any) -> list[Rect]:
 
 def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str = "kind",
                 labels: int = 24, title: str | None = None, legend: bool = True, *,
-                minimum: int | None = None, unit: str | None = None):
+                minimum: int | None = None, unit: str | None = None,
+                zoom: tuple[int, int] | None = None):
     """Every planned tensor as a rectangle: x = its life (steps), y = its bytes in the arena.
 
     `color_by="kind"` colours activations and gradients; `"block"` gives each shared
@@ -348,6 +350,8 @@ def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str =
     minimum (`minimum` overrides the report's) are lines: the gap between them is what
     this layout wastes. At most `labels` names are written, each only where it fits
     inside its rectangle. `unit` fixes the axis's unit (else `byte_unit` picks one).
+    `zoom=(lo, hi)` shows the addresses from lo to hi bytes only: a small tensor next to
+    a large one becomes visible (the title says that it is a zoom).
     """
     plan_, report = _as_plan(plan)
     rects = layout_rects(plan_)
@@ -357,9 +361,11 @@ def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str =
     shared = sum(1 for r in rects if r.block >= 0)
     title = title or (f"Layout ({plan_.planner}): {len(rects)} tensors, {shared} share "
                       f"bytes, {len(plan_.inplace)} in place")
+    if zoom is not None:
+        title += f"; addresses {fmt_bytes(zoom[0])} to {fmt_bytes(zoom[1])} only"
     return draw_rects(rects, plan_.arena_bytes, minimum, plan_.liveness.steps, ax=ax,
                       color_by=color_by, labels=labels, title=title, legend=legend,
-                      unit=unit)
+                      unit=unit, zoom=zoom)
 
 
 def plot_placement(buffers: Sequence[Buffer], offsets: Any, ax: Any = None,
@@ -381,9 +387,12 @@ def plot_placement(buffers: Sequence[Buffer], offsets: Any, ax: Any = None,
 
 def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: Any = None,
                color_by: str = "kind", labels: int = 24, title: str = "",
-               legend: bool = True, *, unit: str | None = None):
+               legend: bool = True, *, unit: str | None = None,
+               zoom: tuple[int, int] | None = None):
     """The drawing behind `plot_layout` and `plot_placement`: rectangles, arena top and
-    theoretical minimum, in `unit` (else the one `byte_unit` picks). Returns the Figure."""
+    theoretical minimum, in `unit` (else the one `byte_unit` picks); steps on x are whole
+    numbers; `zoom` (bytes from, to) shows that range of addresses only. Returns the
+    Figure."""
     import matplotlib
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle
@@ -445,7 +454,11 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
         ax.legend(handles=[*line_handles, *handles], loc="upper left",
                   bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.set_xlim(-0.5, steps - 0.5)
-    ax.set_ylim(0, top / div * 1.12)
+    _integer_ticks(ax.xaxis)
+    if zoom is not None:
+        ax.set_ylim(zoom[0] / div, zoom[1] / div)
+    else:
+        ax.set_ylim(0, top / div * 1.12)
     _plain_ticks(ax.yaxis)
     ax.set_xlabel("step (life of each tensor, inclusive)")
     ax.set_ylabel(f"offset in the arena ({unit})")
@@ -454,6 +467,13 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
 
 
 LABEL_FONT = 7            # points; the names written inside layout rectangles
+
+
+def _integer_ticks(axis: Any) -> None:
+    """Steps are whole numbers: ticks only there (a 3-step schedule gets 0, 1, 2, not
+    -0.5 and 0.5)."""
+    from matplotlib.ticker import MaxNLocator
+    axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def _name_rects(ax: Any, rects: Sequence[Rect], limit: int, steps: int, ymax: float,
@@ -492,26 +512,57 @@ def _name_rects(ax: Any, rects: Sequence[Rect], limit: int, steps: int, ymax: fl
 FAILED_HATCH = "xx"       # a run that did not finish: a hatched, empty bar, no saving
 
 
-def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | None = None,
-                    *, minimum: int | None = None, unit: str | None = None):
-    """Horizontal bars of bytes per technique, the saving against no reuse on each bar, and
-    the theoretical minimum as a dashed line: `minimum` where the caller has one (one view,
-    one minimum), else the lowest among the static rows (in-place only lowers it).
+WORKSPACE_COLOR = "#d9d9d9"   # the workspace beside a static plan's arena, on its bar
 
-    A row whose `status` is not "ok" (a DTR run that thrashed, got stuck or was below its
-    smallest budget) is a hatched, empty bar at the budget it was given, labelled with
-    its status and "no saving": it saved nothing, it did not finish. `unit` fixes the
+
+def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | None = None,
+                    *, minimum: int | None = None, unit: str | None = None,
+                    quantity: str | None = None):
+    """Horizontal bars of bytes per technique, the saving against no reuse on each bar, and
+    the floor as a dashed line, every bar in one quantity (`minigraph/memory/footprint.py`),
+    named on the axis:
+
+    - `quantity="arena"` (the default without a DTR row): the planned tensors' bytes,
+      against the theoretical minimum;
+    - `quantity="working"` (the default with one): arena + workspace. A static plan's bar
+      is its arena (solid) and the largest op's workspace, which the executor takes beside
+      it (light grey); DTR's bar is its budget, which holds both in one range. The dashed
+      line is the working minimum, below which only recomputation goes.
+
+    `minimum` where the caller has one (one view, one minimum), else the lowest among the
+    static rows (in-place only lowers it). A row whose `status` is not "ok" (a DTR run
+    that thrashed, got stuck or was below its smallest budget) is a hatched, empty bar at
+    the budget it was given, labelled with its status and "no saving". `unit` fixes the
     axis's unit (else `byte_unit` picks one), so the figures of one view share it."""
     import textwrap
     if not rows:
         raise ValueError("plot_comparison needs at least one row (compare_techniques makes them)")
-    fig, ax = _new_axes(ax, (9, 0.9 + 0.36 * len(rows)))
-    top = max(max(r.bytes for r in rows), max(r.no_reuse_bytes for r in rows), 1)
+    if quantity is None:
+        quantity = "working" if any(r.shared for r in rows) else "arena"
+    if quantity not in ("arena", "working"):
+        raise ValueError(f"quantity must be 'arena' or 'working', not {quantity!r}")
+    if quantity == "arena" and any(r.shared for r in rows):
+        raise ValueError("a DTR row holds tensors and workspace in one budget: draw it with "
+                         "quantity='working'")
+    working = quantity == "working"
+
+    def size(r: TechniqueRow) -> int:
+        return r.working if working else r.bytes
+
+    fig, ax = _new_axes(ax, (9, 1.1 + 0.36 * len(rows)))
+    base = [r.no_reuse_bytes + (r.workspace if working else 0) for r in rows]
+    top = max(max(size(r) for r in rows), max(base), 1)
     unit, div = (unit, UNIT_DIV[_check_unit(unit)]) if unit else byte_unit(top)
     ys = list(range(len(rows)))[::-1]
     colors = [FAMILY_COLORS.get(r.family, "#1f77b4") for r in rows]
-    bars = ax.barh(ys, [r.bytes / div for r in rows], color=colors, alpha=0.85, gid="bars")
-    for y, r, bar, color in zip(ys, rows, bars, colors):
+    bars = ax.barh(ys, [(r.working if r.shared else r.bytes) / div for r in rows],
+                   color=colors, alpha=0.85, gid="bars")
+    if working:
+        ax.barh([y for y, r in zip(ys, rows) if not r.shared],
+                [r.workspace / div for r in rows if not r.shared],
+                left=[r.bytes / div for r in rows if not r.shared], color=WORKSPACE_COLOR,
+                edgecolor="#9e9e9e", linewidth=0.5, gid="workspace")
+    for y, r, bar, color, b in zip(ys, rows, bars, colors, base):
         if r.status != "ok":
             bar.set_facecolor("white")
             bar.set_edgecolor(color)
@@ -519,28 +570,35 @@ def plot_comparison(rows: Sequence[TechniqueRow], ax: Any = None, title: str | N
             bar.set_gid(f"{r.technique}:{r.status}")
             text, gid = f"{r.status}: no saving", f"status:{r.technique}:{r.status}"
         else:
-            text = "baseline" if r.technique == "none" else f"-{r.saved_percent:.1f}%"
+            saved = 100.0 * (b - size(r)) / b if b else 0.0
+            text = "baseline" if r.technique == "none" else f"-{saved:.1f}%"
             if r.note and r.family == "dynamic":
                 text += f" ({r.note})"
             gid = f"saving:{r.technique}"
-        ax.text(bar.get_width() + top / div * 0.01, y, f"{fmt_in(r.bytes, unit)}  {text}",
+        ax.text(size(r) / div + top / div * 0.01, y, f"{fmt_in(size(r), unit)}  {text}",
                 va="center", fontsize=8, gid=gid,
                 color="#b00000" if r.status != "ok" else "black")
+    static = [r for r in rows if r.family != "dynamic"] or list(rows)
     if minimum is None:
         # The lowest minimum among the rows bounds every static row (in-place only lowers it).
-        minimum = min((r.theoretical_minimum for r in rows if r.family != "dynamic"),
-                      default=rows[0].theoretical_minimum)
+        minimum = min(r.working_minimum if working else r.theoretical_minimum for r in static)
+    floor = "working minimum" if working else "theoretical minimum"
     ax.axvline(minimum / div, color="black", linestyle="--", linewidth=1.2,
-               label=f"theoretical minimum {fmt_in(minimum, unit)}", gid="minimum")
+               label=f"{floor} {fmt_in(minimum, unit)}", gid="minimum")
     # long labels wrap rather than squeeze the bars
     ax.set_yticks(ys, [textwrap.fill(r.label, 30, break_on_hyphens=False) for r in rows],
                   fontsize=8)
-    ax.set_xlim(0, top / div * 1.35)
+    ax.set_xlim(0, top / div * (1.6 if any(r.family == "dynamic" for r in rows) else 1.35))
     ax.set_ylim(-0.6, len(rows) - 0.4)
     _plain_ticks(ax.xaxis)
-    ax.set_xlabel(f"planned bytes ({unit}); dashed: theoretical minimum "
-                  f"{fmt_in(minimum, unit)}")
-    ax.set_title(title or "Bytes per technique (saving against no reuse)")
+    if working:
+        ax.set_xlabel(f"working memory ({unit}): arena (colour) + workspace (grey); DTR: one "
+                      f"budget for both\ndashed: {floor} {fmt_in(minimum, unit)}")
+        ax.set_title(title or "Working memory per technique (saving against no reuse)")
+    else:
+        ax.set_xlabel(f"arena: planned tensors ({unit}); dashed: {floor} "
+                      f"{fmt_in(minimum, unit)}")
+        ax.set_title(title or "Arena bytes per technique (saving against no reuse)")
     return fig
 
 
@@ -579,14 +637,25 @@ FAILED_Y = 0.97     # failed runs have no compute to plot: a row of crosses at t
 FAILED_LABEL = "x (top row): did not finish (thrashed, stuck or below the smallest budget)"
 
 
+# One look per heuristic: ten colours that differ in hue, each with its own marker, so that
+# nine lines stay apart in print and for colour-blind readers.
+SWEEP_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+                "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
+SWEEP_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "<", ">", "h")
+SWEEP_LINES = ("-", "--")
+
+
 def plot_sweep(rows: Sequence[Any], static: Sequence[Any] = (), ax: Any = None,
                title: str | None = None, ymax: float | None = None, *,
                legend: bool = True) -> Any:
     """Compute overhead against budget ratio, one line per heuristic (the DTR paper's
-    figure [Kirisame 2021]) from `minigraph.experiments.dtr.sweep`'s rows. A run that
+    figure [Kirisame 2021]) from `minigraph.experiments.dtr.sweep`'s rows, each with its
+    own colour and marker; the legend sits outside the axes, right of the curves; the y
+    axis reaches the dearest finished run (`ymax` may only raise it). A run that
     failed has no compute: it is an x on a row at the top of the axes (whatever its
     limits), with one legend entry saying so. `static`: StaticResults (sqrt(n),
-    checkmate) drawn as points at their peak ratio. Returns the Axes."""
+    checkmate) drawn as points at the budget ratio each was given (`budget_ratio`), or
+    at their peak where they have no budget. Returns the Axes."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     if ax is None:
@@ -595,12 +664,14 @@ def plot_sweep(rows: Sequence[Any], static: Sequence[Any] = (), ax: Any = None,
     for r in rows:
         by.setdefault(r.heuristic, []).append(r)
     ok_vals = [r.overhead for r in rows if r.status == "ok"] + [s.overhead for s in static]
-    top = ymax or (max(ok_vals) * 1.05 if ok_vals else 2.0)
-    for h, rs in by.items():
+    top = max([ymax or 0.0, *(v * 1.05 for v in ok_vals)] or [2.0])
+    for k, (h, rs) in enumerate(by.items()):
         rs = sorted(rs, key=lambda r: r.ratio)
         good = [r for r in rs if r.status == "ok"]
-        line, = ax.plot([r.ratio for r in good], [r.overhead for r in good], "o-", ms=4,
-                        label=h)
+        line, = ax.plot([r.ratio for r in good], [r.overhead for r in good],
+                        marker=SWEEP_MARKERS[k % len(SWEEP_MARKERS)], ms=5,
+                        linestyle=SWEEP_LINES[k // len(SWEEP_MARKERS) % len(SWEEP_LINES)],
+                        color=SWEEP_COLORS[k % len(SWEEP_COLORS)], label=h, gid=f"line:{h}")
         bad = [r for r in rs if r.status != "ok"]
         if bad:
             ax.plot([r.ratio for r in bad], [FAILED_Y] * len(bad), "x", ms=7, clip_on=False,
@@ -612,34 +683,38 @@ def plot_sweep(rows: Sequence[Any], static: Sequence[Any] = (), ax: Any = None,
     markers = {"sqrt(n)": "s", "checkmate": "*"}
     of = rows[0].ratio_of if rows else "total"
     for s in static:
-        x = s.total_ratio if of == "total" else s.ratio
+        x = s.budget_ratio if of == "total" else s.ratio
         ax.plot([x], [s.overhead], markers.get(s.method, "D"), ms=9, color="k",
-                mfc="none" if s.method == "sqrt(n)" else "gold", label=s.method)
+                mfc="none" if s.method == "sqrt(n)" else "gold", label=s.method,
+                gid=f"static:{s.method}")
     if legend:
         _sweep_legend(ax)
-    ax.set_xlabel("budget / no-rematerialisation peak" +
-                  (" (total: with parameters, inputs, outputs)" if of == "total" else
-                   " (arena only)"))
+    ax.set_xlabel("budget ratio: (budget + outside) / total peak without rematerialisation"
+                  if of == "total" else
+                  "budget ratio: budget / working peak without rematerialisation")
     ax.set_ylabel("compute / base compute")
     ax.set_ylim(0.95, top * 1.08)          # room under the row of failed runs
     ax.invert_xaxis()
-    ax.grid(alpha=0.3)
     if title or rows:
         ax.set_title(title or f"DTR on {rows[0].graph}")
     return ax
 
 
 def _sweep_legend(ax: Any) -> None:
-    """One legend entry per label (a heuristic's line, the failed runs, the budget)."""
+    """One legend entry per label (a heuristic's line, the failed runs, the budget),
+    outside the axes on the right, so that it never hides a curve."""
     seen: dict[str, Any] = {}
     for hd, lb in zip(*ax.get_legend_handles_labels()):
         seen.setdefault(lb, hd)
-    ax.legend(seen.values(), seen.keys(), fontsize=8)
+    ax.legend(seen.values(), seen.keys(), fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
-    """One DTR run (a `DTRTrace`): arena bytes in use against the runtime clock, with the
-    budget and the no-rematerialisation peak. Returns the Axes."""
+    """One DTR run (a `DTRTrace`): the tensors resident after each op (its workspace
+    already given back) against the runtime clock, with the budget (working memory:
+    tensors and workspace) and the working peak without rematerialisation. Returns the
+    Axes."""
     import matplotlib.pyplot as plt
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))
@@ -647,7 +722,7 @@ def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
     unit, div = byte_unit(max([*ys, trace.budget, trace.peak, 1]))
     if trace.timeline:
         ax.step([x for x, _ in trace.timeline], [y / div for y in ys], where="post", lw=1,
-                label="arena in use")
+                label="tensors resident after each op")
     ax.axhline(trace.budget / div, color="r", ls="--", lw=1,
                label=f"budget {fmt_in(trace.budget, unit)}", gid="budget")
     ax.axhline(trace.peak / div, color="gray", ls=":", lw=1,

@@ -65,5 +65,5 @@ def test_a3_every_run_correct(a3_report) -> None:
 
 
 @pytest.mark.a3
-def test_a3_overhead_matches_dtr(a3_report) -> None:
+def test_a3_overhead_matches_the_target(a3_report) -> None:
     _require(a3_report.full_marks, a3_report)

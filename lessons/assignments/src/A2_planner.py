@@ -109,6 +109,8 @@ except NotImplementedError:
     print("my_planner: not implemented yet")
 except PlanError as e:
     print("not valid:", e)
+except Exception as e:          # yours to fix; the check below says more
+    print(f"my_planner raised {type(e).__name__}: {e}")
 
 # %% [markdown]
 # ## Check

@@ -16,10 +16,21 @@
 #
 # where `cost` is the cost of the evicted neighbourhood it would drag into a
 # recomputation, `memory` its bytes, `free_mem` the free bytes on either side of it in
-# memory, and `staleness` the time since it was last used. DTR's paper uses
-# `h_DTR = e*(t) / (memory * staleness)` with `e*` the tensor's own cost plus its evicted
-# neighbourhood's. A tensor is *pinned* while an op that reads or writes it runs:
-# evicting it would pull its bytes from under the kernel.
+# memory, and `staleness` the time since it was last used. DTR's paper [Kirisame 2021] uses
+#
+#     h_DTR(t) = (c0(t) + e*(t)) / (memory(t) * staleness(t))
+#
+# with lesson 07's names: `c0` the tensor's own cost (`t.cost`) and `e*` the cost of its
+# *evicted neighbourhood* (`t.neighbor_cost`): the evicted ancestors recomputing it would
+# need and the evicted descendants that would need it. A tensor is *pinned* while an op
+# that reads or writes it runs: evicting it would pull its bytes from under the kernel.
+#
+# **h_DTR is where you start, not where you finish.** Typed in as it stands, it passes
+# every case and scores about 90: the full marks of each case go to a heuristic that needs
+# no more compute than the *target*, your instructor's reference heuristic, which beats
+# h_DTR on most of the graded models (its numbers are in the check's table; its code is
+# not yours to read). Ask what h_DTR weighs alike that is not alike, and what the fields
+# below tell you that it ignores.
 #
 # **What `t` offers** (read-only; costs in FLOPs, `now` on the same clock):
 #
@@ -30,7 +41,7 @@
 # | `t.cost` | cost of recomputing it (its producer op) |
 # | `t.staleness` | `now` minus the last time it was used (always > 0) |
 # | `t.recomputes` | how many times it was recomputed so far |
-# | `t.neighbor_cost` | cost of its evicted neighbourhood (DTR's `e*` without `t.cost`) |
+# | `t.neighbor_cost` | `e*`: the cost of its evicted neighbourhood (lesson 07; without `t.cost`) |
 # | `t.megengine_cost` | MegEngine's `estimate_neighbor_cost` |
 # | `t.ancestor_cost` | `t.cost` plus every evicted ancestor a recomputation would need |
 # | `t.evicted_neighbors`, `t.free_left`, `t.free_right`, `t.name`, `t.kind`, `t.node` | as named |
@@ -47,15 +58,16 @@
 # **Scoring.** Each case runs a model's training step for real (NumPy kernels, one arena
 # of exactly the budget) at 80%, 60% and 40% of the total peak: the DTR paper's linear
 # chain and three models of the zoo - ResNet-50, an 8-layer Transformer and an LSTM
-# unrolled over 48 steps, small enough that a run takes a second or two. A case passes
-# when the run finishes, no pinned tensor was chosen, every score was a number, and the
-# outputs equal a plain run's bit for bit: 60% of the case. The other 40% compares your
-# compute overhead (total compute / compute without recomputation) with DTR's own
-# heuristic: full when yours is no larger. LRU and MegEngine's formula are shown for
-# comparison; a run that thrashes (stops at 10x the compute without recomputation) counts
-# as x10 in the table's geometric mean. Which tensor is cheap to recompute matters, not only
-# which was used last: the chain below shows what LRU costs next to DTR, and the check's table
-# shows it on every graded case.
+# unrolled over 48 steps, small enough that a run takes a second or two - and, where your
+# instructor adds them, programs you have not seen. A case passes when the run finishes, no
+# pinned tensor was chosen, every score was a number, and the outputs equal a plain run's
+# bit for bit: half of the case. The other half compares your *extra compute* (compute
+# overhead - 1; the overhead is total compute / compute without recomputation) with the
+# target's: full when yours is no larger, else (the target's + 1%) / (yours + 1%). DTR's,
+# LRU's and MegEngine's overheads are shown beside; a run that thrashes (stops at 10x the
+# compute without recomputation) counts as x10 in the table's geometric mean. Which tensor
+# is cheap to recompute matters, not only which was used last: the chain below shows what
+# LRU costs next to DTR, and the check's table shows it on every graded case.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -156,12 +168,14 @@ except NotImplementedError:
     print("my_heuristic: not implemented yet")
 except HeuristicFault as e:      # a pinned tensor chosen, a score that is not a number...
     print(e)
+except Exception as e:           # the run thrashed or got stuck: the check says more
+    print(f"{type(e).__name__}: {e}")
 
 # %% [markdown]
 # ## Check
 #
-# The report ends with the table of compute overheads: yours, DTR's, LRU's and MegEngine's on
-# every case. The number under the report is your score out of 100: what nbgrader counts as
+# The report ends with the table of compute overheads on every case: yours, the target's
+# (the reference heuristic's), DTR's, LRU's and MegEngine's. The number under the report is your score out of 100: what nbgrader counts as
 # this cell's points when your instructor grades with it.
 
 # %% tags=["check"] nbgrader={"grade": true, "grade_id": "check_heuristic", "locked": true, "points": 100, "schema_version": 3, "solution": false}

@@ -48,6 +48,8 @@ class StaticResult:
     budget: int | None = None
     seconds: float = 0.0
     external: int = 0          # bytes outside the arena (parameters, inputs, outputs)
+    dtr_total: int = 0         # DTR's total peak (`Bounds.total`): its ratios' denominator
+    given_ratio: float | None = None    # the budget ratio asked for, when one was
 
     @property
     def overhead(self) -> float:
@@ -64,6 +66,19 @@ class StaticResult:
         ratio of the total peak (`ratio_of="total"`)."""
         t = self.no_remat_peak + self.external
         return (self.peak + self.external) / t if t else 1.0
+
+    @property
+    def budget_ratio(self) -> float:
+        """Where this plan sits on a DTR sweep's axis: the budget ratio it was given (as a
+        DTR run at that ratio is drawn), else its budget (its peak when it had none) plus
+        the outside bytes over DTR's total peak (`dtr_total`), the denominator of DTR's
+        own ratios; `total_ratio` without it."""
+        if self.given_ratio is not None:
+            return self.given_ratio
+        if not self.dtr_total:
+            return self.total_ratio
+        at = self.peak if self.budget is None else self.budget
+        return (at + self.external) / self.dtr_total
 
     def __repr__(self) -> str:
         return (f"StaticResult({self.method}: peak {self.peak:,} B = {self.ratio:.2f} x, "
@@ -186,7 +201,8 @@ def _chen_result(program: Program, threshold: float, t0: float) -> StaticResult:
     return StaticResult("sqrt(n)", peak, cost, program.base_cost, program.live_peak(),
                         [program.ops[k].name for k in seq],
                         f"threshold {threshold:,.0f} B, {len(keep)} checkpoints",
-                        seconds=time.perf_counter() - t0, external=program.external_bytes)
+                        seconds=time.perf_counter() - t0, external=program.external_bytes,
+                        dtr_total=program.bounds().total)
 
 
 def chen_sqrt(source: Graph | Program, *, ntrial: int = 6, schedule: Sequence[str] | None =
@@ -290,7 +306,8 @@ def checkmate(source: Graph | Program, budget: int | None = None, *,
     return StaticResult("checkmate", peak, cost, p.base_cost, p.live_peak(),
                         [p.ops[k].name for k in seq],
                         "optimal" if optimal else f"time limit ({res.message})",
-                        optimal, budget, seconds, p.external_bytes)
+                        optimal, budget, seconds, p.external_bytes, p.bounds().total,
+                        ratio)
 
 
 class _CheckmateMILP:

@@ -11,7 +11,7 @@ computed on demand, so a score that only reads `t.staleness` costs only that):
     t.cost          c0: cost of its producer op    t.staleness     now - t.last_access (> 0)
     t.last_access   clock of the last read/write   t.recomputes    times it was rematerialised
     t.neighbor_cost evicted neighbourhood cost: evicted ancestors and descendants reachable
-                    through evicted tensors (DTR's e* without c0)
+                    through evicted tensors: DTR's e*(t), t's own cost c0 not included
     t.live_neighbor_cost  the same without dead evicted descendants that nothing live
                     needs any more (dtr-live)
     t.eqclass_cost  the same through union-find classes over inputs and readers (DTR-eq)
@@ -158,7 +158,8 @@ class Heuristic:
 # --- the heuristics ----------------------------------------------------------------------------
 
 def dtr(t: TensorView, now: float) -> float:
-    """DTR's h_DTR: e*(t) / (memory * staleness), e* = c0 + evicted neighbourhood."""
+    """DTR's h_DTR: (c0 + e*(t)) / (memory * staleness): own cost plus the evicted
+    neighbourhood's (e*), over bytes and staleness."""
     return (t.cost + t.neighbor_cost) / (t.size * t.staleness)
 
 
@@ -203,7 +204,8 @@ def megengine(t: TensorView, now: float, a: float = 1.0, b: float = 1.0, c: floa
 
     with memory and free_mem (free bytes left and right of the block) in MiB, and cost =
     estimate_neighbor_cost (evicted inputs and sibling outputs through the DSU). MegEngine
-    does not add the tensor's own compute time; `own_cost=True` adds it (as DTR's e* does).
+    does not add the tensor's own compute time; `own_cost=True` adds it (as h_DTR adds c0
+    to e*).
     """
     cost = t.megengine_cost + (t.cost if own_cost else 0.0)
     left, right = (t.free_left, t.free_right) if t.address is not None else (0, 0)
@@ -213,7 +215,7 @@ def megengine(t: TensorView, now: float, a: float = 1.0, b: float = 1.0, c: floa
 
 
 def coop_cost(t: TensorView, now: float) -> float:
-    """The per-tensor cost Coop's window sums: e*(t) / staleness (DTR's score times bytes:
+    """The per-tensor cost Coop's window sums: (c0 + e*(t)) / staleness (h_DTR times bytes:
     the window already fixes how many bytes are freed, so bytes do not divide here)."""
     return (t.cost + t.neighbor_cost) / t.staleness
 

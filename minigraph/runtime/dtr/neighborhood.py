@@ -2,10 +2,13 @@
 
 Evicting a tensor t makes t more expensive to get back *and* makes its evicted neighbours
 more expensive: recomputing one of them may now need t first. DTR (Kirisame et al., ICLR
-2021, section 4) charges a candidate its evicted neighbourhood:
+2021, section 4) charges a candidate its own cost c0(t) plus the cost of its evicted
+neighbourhood, h_DTR = (c0(t) + e*(t)) / (bytes x staleness), where
 
-    e*(t) = c0(t) + cost of the evicted ancestors reachable through evicted tensors
-                  + cost of the evicted descendants reachable through evicted tensors
+    e*(t) = cost of the evicted ancestors reachable through evicted tensors
+          + cost of the evicted descendants reachable through evicted tensors
+
+(t's own cost is not part of e*: it is c0, added beside it)
 
 (the authors' simulator keeps these two sets as `region_rev` and `region`).
 `evicted_region` computes it by two searches; the runtime caches the result while nothing

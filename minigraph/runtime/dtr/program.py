@@ -5,25 +5,26 @@ for every tensor whose last reader that node was (the moment a static planner wo
 it). A trace in the DTR authors' JSON-lines format becomes one the same way (simrd_log.py).
 The runtime only ever sees this plain data, so both sources run through the same code.
 
-What counts against the budget (the same split as `minigraph.memory`): the *planned*
-tensors, i.e. activations and gradients that are not graph outputs, each rounded up to
-the alignment, plus the declared workspace of the op that is running. Inputs, parameters,
-constants, graph outputs and a parameter's updated value are *external*: they live outside
-the arena for the whole run (like the static plans' "unplanned" bytes) and are never
-evicted.
+What counts against the budget (the one counting of every technique,
+`minigraph/memory/footprint.py`): the budget is *working memory*, the planned tensors
+(activations and gradients that are not graph outputs, each rounded up to the alignment)
+plus the declared workspace of the op that is running, in one range. Inputs, parameters,
+constants, graph outputs and a parameter's updated value are *outside* (`external`): their
+own buffers for the whole run (like the static plans' `outside_bytes`), never evicted.
 
 Budget ratios (`ratio_of`). The DTR paper (Kirisame et al. 2021, section 5) gives budgets
 as fractions of the *total* peak memory of the unmodified run, weights included; so does
 this package by default (`ratio_of="total"`):
 
-    total peak   = external bytes + arena peak
-    arena budget = ratio * total peak - external bytes
+    total peak = outside + peak
+    budget     = ratio * total peak - outside
 
-where the *arena peak* is what this runtime itself needs with no eviction under the same
+where `peak` is the working memory this runtime itself needs with no eviction under its
 first-fit allocator: the highest address a no-evict run reaches, workspace included (not
-the sum of live bytes, which ignores fragmentation; that one is `Bounds.live`). Ratio 1.0
-therefore never evicts. `ratio_of="arena"` takes the ratio of the arena peak alone
-(activations, gradients, workspace): `arena budget = ratio * arena peak`.
+the sum of live bytes, which ignores holes; that one is `Bounds.live`, the working
+minimum). Ratio 1.0 therefore never evicts. `ratio_of="arena"` takes the ratio of `peak`
+alone: `budget = ratio * peak`. The one place these are computed is
+`Bounds.arena_budget` (bounds.py).
 `ratio_of="baseline"` is the DTR authors' simulator's [Kirisame 2021]: ratio x (external +
 live bytes of the unbudgeted run); a trace's constants are in its arena (simrd_log.py), and
 `replay_trace` uses this one by default.
@@ -38,6 +39,7 @@ from math import prod
 from ...errors import BudgetError, GraphError
 from ...graph import Graph, Node
 from ...memory.buffers import align_up, alignment_value
+from ...memory.footprint import outside_bytes
 from ...memory.liveness import PLANNED_KINDS, check_schedule
 from ...ops.registry import flops_of, get_op, workspace_of
 from .bounds import Bounds, budget_bytes, budget_ratio, live_peak, program_bounds
@@ -238,9 +240,7 @@ def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
     for k in range(len(ops)):
         steps.append(("call", k))
         steps.extend(("release", t) for t in releases.get(k, ()))
-    external = sum(graph.tensors[t.name].nbytes for t in tensors
-                   if t.external and graph.tensors[t.name].alias_of is None)
-    return Program(tensors, ops, steps, graph.name, graph, external)
+    return Program(tensors, ops, steps, graph.name, graph, outside_bytes(graph))
 
 
 def inplace_pairs(op: OpSpec, k: int, tensors: Sequence[TensorSpec],

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...memory.footprint import Footprint
+
 
 @dataclass
 class DTRTrace:
@@ -18,12 +20,19 @@ class DTRTrace:
     `events`: ("alloc" | "free", tensor name, bytes) in order, recomputations included
     (workspace blocks are named "<node>#workspace"); an allocator simulator can replay it.
     Defragmentation moves are not in `events` (they move blocks, sizes do not change).
+
+    Bytes are counted as for every technique (`minigraph/memory/footprint.py`): `budget`
+    is working memory (the planned tensors and the running op's workspace, in one range);
+    `max_used` the most of it in use at once, `peak_workspace` the workspace in it then;
+    `external` the bytes outside (parameters, inputs, outputs); `live` the working
+    minimum of the program (no run that recomputes nothing holds less); `peak` the
+    working memory of a run that never evicts, under the first-fit allocator.
     """
     program: str
     heuristic: str
     mode: str
     budget: int
-    peak: int                     # no-rematerialisation arena, first fit (arena ratio 1.0)
+    peak: int                     # no-rematerialisation working memory, first fit
     lower: int                    # smallest budget that could work
     safe: int                     # budget at which the runtime never gets stuck (compacting)
     base_cost: float              # cost of running every op once
@@ -44,7 +53,9 @@ class DTRTrace:
     seconds: float = 0.0
     kernel_seconds: float = 0.0       # real mode: time inside kernels (all executions)
     base_kernel_seconds: float = 0.0  # real mode: time inside first executions
-    max_used: int = 0                 # high-water mark of the arena
+    max_used: int = 0                 # most working memory in use at once (tensors + workspace)
+    peak_workspace: int = 0           # the workspace in use at that moment
+    live: int = 0                     # the working minimum (`Bounds.live`)
     external_copy_bytes: int = 0
     workspace_overflow: int = 0       # real mode: scratch bytes beyond declared workspace
     events: list[tuple[str, str, int]] = field(default_factory=list, repr=False)
@@ -70,7 +81,7 @@ class DTRTrace:
 
     @property
     def ratio(self) -> float:
-        """Budget over the arena peak (`ratio_of="arena"`)."""
+        """Budget over the working peak without rematerialisation (`ratio_of="arena"`)."""
         return self.budget / self.peak if self.peak else 1.0
 
     @property
@@ -79,6 +90,18 @@ class DTRTrace:
         ratio, of the total peak memory of the unmodified run (`ratio_of="total"`)."""
         t = self.peak + self.external
         return (self.budget + self.external) / t if t else 1.0
+
+    @property
+    def footprint(self) -> Footprint:
+        """This run in the one counting: working memory reached (`max_used`), split into
+        the tensors' and the workspace's bytes at that moment, and the bytes outside."""
+        return Footprint(self.max_used - self.peak_workspace, self.peak_workspace,
+                         self.external, self.max_used)
+
+    @property
+    def below_working_minimum(self) -> bool:
+        """The run held less working memory than any run that recomputes nothing."""
+        return 0 < self.max_used < self.live
 
     @property
     def fragmentation(self) -> float:
@@ -93,18 +116,22 @@ class DTRTrace:
         return self.kernel_seconds / self.base_kernel_seconds
 
     def summary(self) -> str:
-        lines = [f"DTR {self.heuristic} ({self.mode}) on {self.program}: arena budget "
-                 f"{self.budget:,} B = {self.total_ratio:.2f} x total peak "
-                 f"{self.peak + self.external:,} B = {self.ratio:.2f} x arena peak "
-                 f"{self.peak:,} B (lower bound {self.lower:,}, safe {self.safe:,})",
+        t = self.peak + self.external
+        lines = [f"DTR {self.heuristic} ({self.mode}) on {self.program}: budget "
+                 f"{self.budget:,} B of working memory (tensors + workspace), "
+                 f"{self.external:,} B outside",
+                 f"  budget + outside = {self.total_ratio:.2f} x total peak {t:,} B; budget = "
+                 f"{self.ratio:.2f} x working peak {self.peak:,} B (both: the run without "
+                 f"rematerialisation)",
+                 f"  used at most {self.max_used:,} B (working minimum {self.live:,} B, "
+                 f"smallest budget that could work {self.lower:,} B, safe {self.safe:,} B)",
                  f"  compute x{self.overhead:.3f} ({self.rematerializations} op replays, "
                  f"{self.remat_tensors} tensors rematerialised), {self.evictions} evictions "
                  f"({self.frag_forced_evictions} forced by fragmentation), "
                  f"{self.fake_deletes} fake deletes, {self.defrags} defrags "
                  f"({self.moved_bytes:,} B moved)",
-                 f"  fragmentation {self.fragmentation:.3f}, arena high-water "
-                 f"{self.max_used:,} B, search {self.search_seconds * 1000:.1f} ms, run "
-                 f"{self.seconds * 1000:.1f} ms"]
+                 f"  fragmentation {self.fragmentation:.3f}, search "
+                 f"{self.search_seconds * 1000:.1f} ms, run {self.seconds * 1000:.1f} ms"]
         if self.inplace:
             lines.append(f"  {self.inplace} outputs written over their input (recomputable "
                          f"in-place)")

@@ -29,9 +29,8 @@ Dynamic Tensor Rematerialization [Kirisame 2021], with MegEngine's bookkeeping
   (`sgd_update` over the parameter) copies the old value aside first if something that
   may be recomputed reads it (outside the budget, `external_copy_bytes`).
 
-Tensor states: states.py. A real run and a simulated run with the same costs make the
-same decisions: the backend only executes kernels and moves bytes; everything else is here.
-The textbook version of this loop, without the extras, is minimal.py.
+Tensor states: states.py. Real and simulated runs with the same costs decide the same: the
+backend only runs kernels and moves bytes. The textbook loop, no extras: minimal.py.
 """
 
 from __future__ import annotations
@@ -81,7 +80,8 @@ class DTRRuntime:
         self.scores = ScoreInputs(self)
         b, p = self.bounds, program
         self.trace = DTRTrace(p.name, self.heuristic.name, "real" if backend is not None else "sim",
-                              self.budget, b.peak, b.lower, b.safe, p.base_cost, b.external)
+                              self.budget, b.peak, b.lower, b.safe, p.base_cost, b.external,
+                              live=b.live)
         self._limit_cost = o.thrash_limit * p.base_cost
         self._limit_replays = o.thrash_limit * max(p.calls, 1) + 100
 
@@ -193,10 +193,11 @@ class DTRRuntime:
         self.now += op.cost
         if replay:
             self._count_replay(op.cost)
+        if self.arena.used_bytes > tr.max_used:    # working memory: tensors + workspace
+            tr.max_used, tr.peak_workspace = self.arena.used_bytes, op.workspace
         if ws_at >= 0:
             self.arena.free(ws_at)
             tr.events.append(("free", f"{op.name}#workspace", op.workspace))
-        tr.max_used = max(tr.max_used, self.arena.used_bytes)
         for o, st in zip(op.outputs, before):
             if st != EXT:
                 self._written(k, o, st, wanted)
@@ -250,8 +251,7 @@ class DTRRuntime:
                 self._drop_dead(i)
 
     def _place(self, owner: Any, nbytes: int, name: str) -> int:
-        """Allocate `nbytes` for `owner` (a tensor index or a workspace key), evicting as
-        the heuristic says until a block fits."""
+        """Allocate `nbytes` for `owner` (a tensor or workspace key), evicting till it fits."""
         self._make_room(nbytes)
         at = self.arena.alloc(nbytes, owner)
         if at is None:

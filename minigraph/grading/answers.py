@@ -1,0 +1,66 @@
+"""Write `answers.json`: what the reference solutions answer on the public cases, for the
+students' repository, where the grader has no reference solution to run.
+
+    python -m minigraph.grading.answers            # rewrite it (needs the reference solutions)
+    python -m minigraph.grading.answers --check    # exit 1 unless it is what they answer now
+
+A1: every public and generated case of seed 0 - its fingerprint, the expected copies of
+every tensor and the minimum. A3: each public case's arena budget and the reference
+heuristic's compute overhead (the target). Run it after changing a case or a reference
+solution; tests/test_grading.py checks that the file is current.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .cases import liveness_cases
+from .heuristic_grader import budget_for, case_program, heuristic_cases, reference_overhead
+from .liveness_grader import expected
+from .reference import ANSWERS, fingerprint, reference_function
+
+
+def compute() -> dict:
+    """The answers, from the reference solutions (which must be here)."""
+    if reference_function("a1") is None or reference_function("a3") is None:
+        raise SystemExit("the reference solutions are not here: lessons/assignments/solutions/")
+    a1 = {}
+    for case in liveness_cases():
+        intervals, minimum = expected(case)
+        a1[case.name] = {"key": fingerprint(case.graph, case.schedule, case.alignment),
+                         "minimum": minimum, "intervals": intervals}
+    a3 = {}
+    for case in heuristic_cases():
+        budget, _ = budget_for(case_program(case), case.ratio, case.ratio_of)
+        a3[case.name] = [budget, reference_overhead(case)]
+    return {"a1": a1, "a3": a3}
+
+
+def text(answers: dict) -> str:
+    """One line per case: small enough to diff."""
+    parts = []
+    for key, cases in answers.items():
+        body = ",\n".join(f"  {json.dumps(name)}: {json.dumps(v, separators=(',', ':'))}"
+                          for name, v in cases.items())
+        parts.append(f"{json.dumps(key)}: {{\n{body}\n}}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def main(args: list[str]) -> int:
+    if set(args) - {"--check"}:
+        sys.exit(__doc__)
+    new = text(compute())
+    if "--check" in args:
+        old = ANSWERS.read_text(encoding="utf-8") if ANSWERS.exists() else ""
+        if old != new:
+            print(f"{ANSWERS} is stale: run `python -m minigraph.grading.answers`")
+            return 1
+        return 0
+    ANSWERS.write_text(new, encoding="utf-8")
+    print(f"wrote {ANSWERS} ({len(new) // 1024} KiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
