@@ -13,14 +13,25 @@ replayed:
   DTR, DTREqClass, LRU and MSPS, budget = ratio x the peak of its unbudgeted run
   (constants included), overhead limit 2.0;
 * in minigraph by `replay_trace` at its default budget definition (the authors': the
-  same bytes), with the default options (`dtr`) and with the portfolio
-  (`portfolio.replay_best`: the cheapest of `portfolio.CANDIDATES`, among them simrd's
-  four as simrd runs them, `DTROptions.simrd`), both stopped at the same 2.0.
+  same bytes), with h_DTR (`dtr`, the default before issue 38), with the default options
+  (`auto`: h_DTR or MSPS with ties to the stalest, picked once per run,
+  `heuristics.auto_choice`) and with the portfolio (`portfolio.replay_best`: the
+  cheapest of `portfolio.CANDIDATES`, among them simrd's four as simrd runs them,
+  `DTROptions.simrd`), all stopped at the same 2.0.
 
 Every cell is total compute / base compute (simrd: clock - 1, its clock starts at 1);
 `thrash`: stopped at 2.0; `OOM`: simrd found nothing left to evict; `below`: under our
-smallest feasible budget. `*` marks a cell of ours above the best of simrd's four. simrd is
-not part of this repository; without it the script says how to get it and exits with 2.
+smallest feasible budget. `*` marks a cell of ours above the best of simrd's four.
+
+The target (issue 38, point 3): the default, in one run costing at most 1.5x one run of
+h_DTR, is at or below the best of simrd's four in at least 95% of the cells and never
+fails where one of them finishes. The cost of a run is the CPU time of its simulation
+(`replay_trace` on the parsed trace, `time.process_time`), summed over the cells.
+
+simrd is not part of this repository. Without it (`--simrd`, `$SIMRD_PATH`) simrd's four
+are replayed by their presets, `DTROptions.simrd(h)`, which `dtr_reference.py` checks
+against simrd itself cell by cell (the first line says which was used); `--require-simrd`
+instead says how to get simrd and exits with 2.
 """
 
 from __future__ import annotations
@@ -41,12 +52,16 @@ from dtr_reference import OVERHEAD_LIMIT, load_simrd, simrd_baseline, simrd_cell
 
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
 from minigraph.models import get_model  # noqa: E402
+from minigraph.runtime.dtr import DTROptions  # noqa: E402
+from minigraph.runtime.dtr.heuristics import auto_choice  # noqa: E402
 from minigraph.runtime.dtr.portfolio import CANDIDATES, replay_best, trace_arena  # noqa: E402
 from minigraph.runtime.dtr.simrd_log import parse_trace, replay_trace, write_trace  # noqa: E402
 from minigraph.runtime.dtr.tracegen import GENERATED, generated_trace  # noqa: E402
 
 RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)
 SIMRD = ("DTR", "DTREqClass", "LRU", "MSPS")
+PRESET = {"DTR": "dtr", "DTREqClass": "dtr-eqclass", "LRU": "lru", "MSPS": "msps"}
+TARGET_SHARE, TARGET_COST = 0.95, 1.5     # issue 38, point 3
 
 
 class SimrdTrace:
@@ -59,6 +74,29 @@ class SimrdTrace:
 
     def overhead(self, ratio: float, heuristic: str) -> float | str:
         return simrd_cell(self.simrd, self.text, int(self.peak * ratio), heuristic, self.base)
+
+
+class PresetTrace:
+    """simrd's four replayed by `DTROptions.simrd(h)` (checked equal to simrd by
+    `dtr_reference.py`), at the same bytes and the same overhead limit."""
+
+    def __init__(self, program):
+        self.program = program
+        self.peak = program.baseline_peak
+        self.base = program.base_cost
+
+    def overhead(self, ratio: float, heuristic: str) -> float | str:
+        x, _ = ours(replay_trace, self.program, ratio=ratio,
+                    options=DTROptions.simrd(PRESET[heuristic]),
+                    thrash_limit=OVERHEAD_LIMIT - 1)
+        return "OOM" if x == "below" else x
+
+
+def timed(*args, **kw) -> tuple[float | str, float]:
+    """(overhead or why not, CPU seconds) of one `replay_trace` run."""
+    t0 = time.process_time()
+    x, _ = ours(replay_trace, *args, **kw)
+    return x, time.process_time() - t0
 
 
 def ours(run, *args, **kw) -> tuple[float | str, str]:
@@ -97,26 +135,36 @@ def main() -> int:
     ap.add_argument("--simrd", default=os.environ.get("SIMRD_PATH"),
                     help="the simrd folder of a dtr-prototype checkout (or $SIMRD_PATH)")
     ap.add_argument("--quick", action="store_true", help="smaller models, fewer ratios")
+    ap.add_argument("--require-simrd", action="store_true",
+                    help="exit with 2 when simrd cannot be imported (no presets instead)")
     args = ap.parse_args()
-    simrd = load_simrd(args.simrd)
+    simrd = None
+    if args.simrd or args.require_simrd:
+        simrd = load_simrd(args.simrd)
+        if simrd is None:
+            return 2
     if simrd is None:
-        return 2
+        print("no simrd given (--simrd, $SIMRD_PATH): simrd's four are replayed by their presets "
+              "DTROptions.simrd(h), which benchmarks/dtr_reference.py checks against simrd "
+              "cell by cell; every cell: total compute / base compute")
     ratios = RATIOS[1::2] if args.quick else RATIOS
     limit = {"thrash_limit": OVERHEAD_LIMIT - 1}
-    above = {"dtr": 0, "portfolio": 0}
+    above = {"dtr": 0, "auto": 0, "portfolio": 0}
+    fails = {"dtr": 0, "auto": 0}
+    seconds = {"dtr": 0.0, "auto": 0.0}
     cells = 0
     t0 = time.process_time()
     print("* = above the best of simrd's four; portfolio candidates: "
           f"{', '.join(label for label, _ in CANDIDATES)}")
     for label, text in traces(args.quick):
-        sim = SimrdTrace(simrd, text)
         program = parse_trace(text, 1, name=label)
+        sim = SimrdTrace(simrd, text) if simrd is not None else PresetTrace(program)
         print(f"\n### {label}\n")
         print(f"simrd baseline peak {sim.peak:,} B (constants included), base compute "
               f"{sim.base:,.0f}\n")
         head = ["ratio", "simrd budget (B)", "ours (B)", *(f"simrd {h}" for h in SIMRD),
-                "best simrd",
-                "ours dtr", "portfolio", "portfolio's choice"]
+                "best simrd", "ours dtr", "ours auto (default)", "auto's pick", "portfolio",
+                "portfolio's choice"]
         print("| " + " | ".join(head) + " |")
         print("|" + "---:|" * len(head))
         for r in ratios:
@@ -126,18 +174,41 @@ def main() -> int:
                 arena = f"{trace_arena(program, ratio=r):,}"
             except BudgetError:
                 arena = "below"
-            dtr, _ = ours(replay_trace, program, ratio=r, **limit)
+            dtr, sec_dtr = timed(program, ratio=r, heuristic="dtr", **limit)
+            auto, sec_auto = timed(program, ratio=r, **limit)
+            seconds["dtr"] += sec_dtr
+            seconds["auto"] += sec_auto
+            try:
+                pick = auto_choice(program, trace_arena(program, ratio=r),
+                                   DTROptions()).replace("msps-stale", "msps, stalest")
+            except BudgetError:
+                pick = ""
             port, won = ours(replay_best, program, ratio=r, **limit)
-            for name, x in (("dtr", dtr), ("portfolio", port)):
+            for name, x in (("dtr", dtr), ("auto", auto), ("portfolio", port)):
                 above[name] += isinstance(x, str) and best < math.inf or \
                     not isinstance(x, str) and x > best + 1e-9
+            for name, x in (("dtr", dtr), ("auto", auto)):
+                fails[name] += isinstance(x, str) and best < math.inf
             cells += 1
             row = [f"{r:.1f}", f"{int(sim.peak * r):,}", arena, *(fmt(x, math.inf) for x in theirs),
                    fmt(best, math.inf) if best < math.inf else "-",
-                   fmt(dtr, best), fmt(port, best), won]
+                   fmt(dtr, best), fmt(auto, best), pick, fmt(port, best), won]
             print("| " + " | ".join(row) + " |", flush=True)
     print(f"\ncells above the best of simrd's four: ours dtr {above['dtr']} of {cells}, "
-          f"portfolio {above['portfolio']} of {cells} ({time.process_time() - t0:.0f} s CPU)")
+          f"ours auto (the default) {above['auto']} of {cells}, portfolio "
+          f"{above['portfolio']} of {cells} ({time.process_time() - t0:.0f} s CPU)")
+    at_or_below = cells - above["auto"]
+    share = at_or_below / cells if cells else 1.0
+    cost = seconds["auto"] / seconds["dtr"] if seconds["dtr"] else 1.0
+    ok = share >= TARGET_SHARE and fails["auto"] == 0 and cost <= TARGET_COST
+    print(f"\ntarget (issue 38, point 3): the default at or below the best of simrd's four in "
+          f">= {TARGET_SHARE:.0%} of the cells: {at_or_below} of {cells} ({share:.1%}) "
+          f"{'PASS' if share >= TARGET_SHARE else 'FAIL'}; failed (thrash or below) where one "
+          f"of the four finished: {fails['auto']} cells (h_DTR: {fails['dtr']}) "
+          f"{'PASS' if fails['auto'] == 0 else 'FAIL'}; cost of one run (CPU seconds of the "
+          f"simulations, summed over the cells): {seconds['auto']:.1f} s against h_DTR's "
+          f"{seconds['dtr']:.1f} s = {cost:.2f}x (at most {TARGET_COST}x) "
+          f"{'PASS' if cost <= TARGET_COST else 'FAIL'}; overall {'PASS' if ok else 'FAIL'}")
     return 0
 
 

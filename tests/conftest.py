@@ -42,6 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault("MINIGRAPH_TIME_SCALE", REFERENCE_TIME_SCALE)
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # With pytest-xdist (`-n 2 --dist loadgroup`, as .ci/run runs the suite), everything that
     # starts Jupyter kernels in a browser or a notebook runs in one worker, one at a time

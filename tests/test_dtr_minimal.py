@@ -54,8 +54,8 @@ from minigraph.runtime.dtr import (
 from minigraph.runtime.dtr.minimal import MinimalDTR, run_minimal
 
 SCORES = ("dtr", "megengine")      # minimal.py's h_DTR and eval_func; the runtime's names
-TEXTBOOK = DTROptions(allocator="ideal", dead_first=False, protect=False, relief=False,
-                      thrash_limit=math.inf, timeline=False)
+TEXTBOOK = DTROptions(heuristic="dtr", allocator="ideal", dead_first=False, protect=False,
+                      relief=False, thrash_limit=math.inf, timeline=False)
 
 
 def random_program(seed: int) -> Program:

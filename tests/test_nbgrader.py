@@ -221,6 +221,14 @@ def test_points_sum_to_the_graders_total(assignment) -> None:
     assert f"def {function}(" in "".join(solution["source"])
 
 
+def test_the_round_has_a_worker_of_its_own(request) -> None:
+    """With `--dist loadgroup` (.ci/run) this module's tests share one worker, so the
+    session's course round runs once; pytest 9.2 broke pytest-xdist 3.8's groups (hence
+    the pin in pyproject.toml), and the round then ran on both workers."""
+    if request.config.getvalue("loadgroup"):
+        assert request.node.nodeid.endswith("@nbgrader"), request.node.nodeid
+
+
 def test_make_source_refuses_a_solution_that_does_not_fit(tmp_path) -> None:
     wrong = tmp_path / "a1.py"
     wrong.write_text("def my_liveness(graph, schedule):\n    return {}, 0\n")

@@ -41,6 +41,8 @@ from minigraph.runtime.dtr import (CHEAP_DENSITY, DTROptions, DTRRuntime, OpSpec
                                    TensorSpec, budget_bounds, checkmate, chen_curve,
                                    generated_trace, get_heuristic, parse_trace, replay_trace,
                                    simulate, simulate_best)
+from minigraph.runtime.dtr.heuristics import AUTO_CV, AUTO_RATIO, auto_choice, cost_per_byte_cv
+from minigraph.runtime.dtr.program import program_from_graph
 from minigraph.viz.plots import plot_sweep
 
 # %%
@@ -160,8 +162,9 @@ assert all(r["mge with eq classes"] < r["megengine"] for r in mge_rows.values())
 # %%
 log = parse_trace(generated_trace("lstm", 6), name="lstm-6")
 RULES = {"simrd's rules": DTROptions.simrd("dtr"),
-         "ours": DTROptions(allocator="ideal"),
-         "ours, dead_first=False": DTROptions(allocator="ideal", dead_first=False)}
+         "ours": DTROptions(heuristic="dtr", allocator="ideal"),
+         "ours, dead_first=False": DTROptions(heuristic="dtr", allocator="ideal",
+                                              dead_first=False)}
 rule_rows = {}
 for r in (0.7, 0.5, 0.4):
     for label, o in RULES.items():
@@ -409,6 +412,53 @@ for ratio in (0.8, 0.6):
     assert best.overhead == min(v for _, v in best.tried)
 
 # %% [markdown]
+# ## 7. The default: one run, its score picked before it starts
+#
+# The portfolio pays one simulation per candidate. The default, `auto` (`DTROptions()`),
+# pays one: before the run it measures two things it already knows, how much the cost
+# per byte $c_0/m$ varies over the tensors that may be evicted (its coefficient of
+# variation, std / mean) and the budget $B$ against the peak $P$ of a run that never
+# evicts, and keeps one score for the whole run:
+#
+# $$h_{auto}(t) = \begin{cases} h_{DTR} = \dfrac{c_0 + e^*(t)}{m \cdot s} &
+# \text{if } \mathrm{CV}(c_0/m) < 3 \text{ and } B \ge 0.6\,P \\[4pt]
+# \left(\dfrac{c_{anc}(t)}{m},\; -s\right) & \text{otherwise (MSPS, ties to the
+# stalest)} \end{cases}$$
+#
+# MSPS ($c_{anc}$: the tensor's cost with the evicted ancestors it would drag in, per
+# byte freed) ranks well when costs per byte differ, as between a matmul and the
+# elementwise ops around it; where they barely differ (convolution nets), its key ties
+# among many tensors and only staleness can rank them, so h_DTR decides, at generous
+# budgets. MSPS's ties go to the stalest tensor (the second key of the pair) rather than
+# to the scan order. On the 104 cells of `benchmarks/dtr_heuristics.py` this one run is
+# at or below the best of simrd's four in 89 (h_DTR alone: 54), at 0.7x h_DTR's
+# simulation time; the issue asked for 95% (99 cells), which only the portfolio reaches.
+# `"dtr"` still names h_DTR itself, and with the runtime's extras off (the textbook
+# loop) `auto` is h_DTR.
+
+# %%
+resnet = program_from_graph(get_model("resnet").graph)
+for name, prog in (("lstm-6 trace", log), ("resnet training step", resnet)):
+    peak = prog.bounds().peak
+    print(f"{name}: CV of c0/m {cost_per_byte_cv(prog):.2f} (threshold {AUTO_CV}); auto picks "
+          + ", ".join(f"{auto_choice(prog, int(r * peak), DTROptions())} at {r:.0%} of P"
+                      for r in (0.8, 0.5)))
+pick_rows = []
+for r in (0.9, 0.7, 0.5):
+    row = [r]
+    for h in ("auto", "dtr", "msps"):
+        try:
+            t = replay_trace(log, ratio=r, heuristic=h)
+            row.append(f"x{t.overhead:.3f}" + (f" ({t.heuristic})" if h == "auto" else ""))
+        except (mg.ThrashError, mg.BudgetError):
+            row.append("-")
+    pick_rows.append(row)
+show_table(["ratio", "auto (the default)", "dtr", "msps"], pick_rows)
+assert replay_trace(log, ratio=0.7).heuristic.startswith("auto:")
+assert auto_choice(log, 10**12) == "msps-stale"          # costs per byte differ: MSPS
+assert auto_choice(resnet, resnet.bounds().peak) == "dtr" and AUTO_RATIO == 0.6
+
+# %% [markdown]
 # ## Exercise
 #
 # **1.** The arena printed below holds five tensors and two holes. Which single tensor
@@ -442,4 +492,5 @@ check_answers({1: (ANSWER_1, l07b.exercise_1)})
 # * Static plans (sqrt(n), Checkmate's MILP) need the whole graph in advance; compared at
 #   the same budgets, Checkmate's proven optimum bounds what DTR can pay.
 # * A portfolio picks the cheapest rule set per budget by simulation, at the price of one
-#   run per candidate.
+#   run per candidate; the default (`auto`) picks h_DTR or MSPS once, before its one run,
+#   from how much the cost per byte varies and how generous the budget is.

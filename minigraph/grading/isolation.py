@@ -261,6 +261,7 @@ def child_config(jail: Jail, memory: int, cpu_seconds: float) -> str:
 def probe(jail: Jail) -> str:
     """Why `jail` does not work here ("" when a child started in it imports minigraph
     and NumPy, as the sandbox user when there is one)."""
+    held = lock(jail)   # a grading elsewhere kills every process of the sandbox user
     folder = make_folder(jail)
     try:
         cmd, kw = child_command(jail, "minigraph.grading.isolation:probe_main",
@@ -272,6 +273,7 @@ def probe(jail: Jail) -> str:
         return f"{type(e).__name__}: {e}"[:200]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        unlock(held)
     want = jail.user[1] if jail.user else os.getuid()
     if r.returncode == 0 and r.stdout.split() == ["ok", str(want)]:
         return ""

@@ -31,6 +31,11 @@ address order and evicts the contiguous run of evictable tensors and free blocks
 enough bytes with the lowest summed cost. Any per-tensor cost can drive it:
 `get_heuristic("coop", cost=my_cost)` with `my_cost(t, now) -> float >= 0`.
 
+`auto` (the default, `DTROptions()`) is not one score but a choice of one, made once per
+run from what is known before it (`auto_choice`): h_DTR where the cost per byte barely
+varies and the budget is generous, `msps-stale` (MSPS, ties to the stalest) elsewhere.
+A score may return a tuple: compared in order (the next key decides ties).
+
 Register your own with `register_heuristic("mine", score)` or pass the function itself as
 `heuristic=score` to the runtime. Ties go to the first candidate scanned; when every
 candidate scores `math.inf` the first one is still evicted (the runtime must make room).
@@ -150,6 +155,9 @@ class Heuristic:
     score: Score
     window: bool = False
     params: dict = field(default_factory=dict)
+    # an adaptive rule: `pick(program, budget, options)` returns the Heuristic a run uses
+    # (`auto`); the runtime calls it once, before the run
+    pick: Callable[[Any, int, Any], Heuristic] | None = None
 
     def __call__(self, t: TensorView, now: float) -> float:
         return self.score(t, now)
@@ -184,6 +192,51 @@ def msps(t: TensorView, now: float) -> float:
     """Capuchin's memory saving per second, inverted: recompute cost (with the evicted
     ancestors it would drag in) per byte freed. No staleness."""
     return t.ancestor_cost / t.size
+
+
+def msps_stale(t: TensorView, now: float) -> tuple[float, float]:
+    """MSPS with ties to the stalest: (c_anc / memory, -staleness), compared in order. On a
+    model whose ops cost the same per byte (every elementwise op), MSPS ties among many
+    tensors; staleness, not the scan order, then decides."""
+    return (t.ancestor_cost / t.size, -t.staleness)
+
+
+# `auto`: how the default picks its score, once per run, from what is known before it
+AUTO_CV = 3.0      # cost-per-byte dispersion (std / mean) below which MSPS barely ranks
+AUTO_RATIO = 0.6   # budget / no-eviction peak at or above which h_DTR is used there
+
+
+def cost_per_byte_cv(program: Any) -> float:
+    """std / mean of c0 / bytes over the tensors that may be evicted (0 if none)."""
+    cpb = [program.cost_t[k] / program.tensors[k].size
+           for k in range(len(program.tensors))
+           if program.replayable[k] and program.tensors[k].size > 0]
+    if not cpb:
+        return 0.0
+    mean = sum(cpb) / len(cpb)
+    if mean <= 0:
+        return 0.0
+    return (sum((x - mean) ** 2 for x in cpb) / len(cpb)) ** 0.5 / mean
+
+
+def auto_choice(program: Any, budget: int, options: Any = None) -> str:
+    """The score `auto` runs `program` with at `budget` bytes: h_DTR ("dtr") when the cost
+    per byte barely varies (CV < AUTO_CV: MSPS's key ties, staleness must rank) and the
+    budget is generous (>= AUTO_RATIO x the peak of a run that never evicts); MSPS with
+    ties to the stalest ("msps-stale") otherwise. With the runtime's extras off
+    (`dead_first`, `protect` and `relief` all False: the textbook loop of minimal.py)
+    it is the textbook's h_DTR."""
+    if options is not None and not (options.dead_first or options.protect or options.relief):
+        return "dtr"
+    peak = program.bounds().peak
+    if cost_per_byte_cv(program) < AUTO_CV and peak > 0 and budget >= AUTO_RATIO * peak:
+        return "dtr"
+    return "msps-stale"
+
+
+def _auto_pick(program: Any, budget: int, options: Any = None) -> Heuristic:
+    base = get_heuristic(auto_choice(program, budget, options))
+    return Heuristic(f"auto:{base.name}", base.score, base.window)
 
 
 def lru(t: TensorView, now: float) -> float:
@@ -235,6 +288,13 @@ for _name, _fn in [("dtr", dtr), ("dtr-live", dtr_live), ("dtr-eqclass", dtr_eqc
     register_heuristic(_name, _fn)
 register_heuristic("coop", coop_cost, window=True)
 
+# Known by name but not in HEURISTICS (which a sweep runs one by one): the default `auto`
+# (a choice between two of them, not a score of its own) and its MSPS variant.
+DEFAULT_RULES: dict[str, Heuristic] = {
+    "auto": Heuristic("auto", msps_stale, pick=_auto_pick),   # msps-stale until picked
+    "msps-stale": Heuristic("msps-stale", msps_stale),
+}
+
 
 def get_heuristic(h: str | Heuristic | Score, **params: Any) -> Heuristic:
     """A `Heuristic` from a name, a Heuristic, or a plain `score(t, now)` function;
@@ -242,15 +302,19 @@ def get_heuristic(h: str | Heuristic | Score, **params: Any) -> Heuristic:
     if isinstance(h, Heuristic):
         base = h
     elif isinstance(h, str):
-        if h not in HEURISTICS:
-            raise DTROptionError(f"unknown heuristic {h!r}; known: {', '.join(HEURISTICS)}")
-        base = HEURISTICS[h]
+        if h not in HEURISTICS and h not in DEFAULT_RULES:
+            raise DTROptionError(f"unknown heuristic {h!r}; known: "
+                                 f"{', '.join([*DEFAULT_RULES, *HEURISTICS])}")
+        base = HEURISTICS[h] if h in HEURISTICS else DEFAULT_RULES[h]
     elif callable(h):
         base = Heuristic(getattr(h, "__name__", "custom"), h)
     else:
         raise DTROptionError(f"a heuristic is a name or a function score(t, now), not {h!r}")
     if not params:
         return base
+    if base.pick is not None:
+        raise DTROptionError(f"heuristic {base.name!r} picks its score itself and takes no "
+                             f"arguments, not {', '.join(params)}")
     if base.window and "cost" in params:
         extra = {k: v for k, v in params.items() if k != "cost"}
         fn = functools.partial(params["cost"], **extra) if extra else params["cost"]

@@ -27,7 +27,9 @@ class DTROptions:
     """How the DTR runtime runs.
 
     `heuristic`: a name of `HEURISTICS`, a `Heuristic` or a function `score(t, now)`;
-    `heuristic_args` are bound to it (megengine's a, b, c, r; coop's `cost`).
+    the default `auto` picks h_DTR or MSPS (ties to the stalest) per run from the program
+    and the budget (heuristics.auto_choice; "dtr" is h_DTR itself); `heuristic_args`
+    are bound to it (megengine's a, b, c, r; coop's `cost`).
     `allocator`: "first-fit" (addresses, fragmentation) or "ideal" (a counter; simulated
     mode only). `defrag`: when the free bytes would suffice but no block is large enough,
     "first" compacts at once, as MegEngine does [MegEngine 2021] (since v1.7 "defrag is on
@@ -53,7 +55,7 @@ class DTROptions:
     authors' simulator's rules over storages (simrd.py; traces only; the options
     above that simrd has no counterpart for are ignored): `DTROptions.simrd()`.
     """
-    heuristic: Any = "dtr"
+    heuristic: Any = "auto"
     heuristic_args: Mapping[str, Any] | None = None
     allocator: str = "first-fit"
     defrag: str = "first"
@@ -81,6 +83,8 @@ class DTROptions:
 
     def __post_init__(self) -> None:
         get_heuristic(self.heuristic)       # DTROptionError naming the known ones
+        if self.rules == "simrd" and self.heuristic == "auto":
+            object.__setattr__(self, "heuristic", "dtr")   # simrd's rules: its own four
         t = self.thrash_limit
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
             raise DTROptionError(f"thrash_limit must be a number > 0 (math.inf: never "

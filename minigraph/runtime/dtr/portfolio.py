@@ -49,10 +49,11 @@ Candidate = tuple[str, DTROptions]
 PORTFOLIO_SECONDS = 60.0
 
 
-# Our three best rules (any program), then simrd's four as simrd runs them (`rules="simrd"`:
-# traces only, left out on a graph's program).
+# The default (`auto`), our three best rules (any program), then simrd's four as simrd runs
+# them (`rules="simrd"`: traces only, left out on a graph's program).
 CANDIDATES: tuple[Candidate, ...] = (
-    ("dtr", DTROptions()),
+    ("auto", DTROptions()),
+    ("dtr", DTROptions(heuristic="dtr")),
     ("dtr-live", DTROptions(heuristic="dtr-live")),
     ("msps", DTROptions(heuristic="msps")),
     ("simrd DTR", DTROptions.simrd("dtr")),

@@ -28,9 +28,8 @@ Dynamic Tensor Rematerialization [Kirisame 2021], with MegEngine's bookkeeping
   marked evicted, recomputable. A stateful op writing over an *external* tensor
   (`sgd_update` over the parameter) copies the old value aside first if something that
   may be recomputed reads it (outside the budget, `external_copy_bytes`).
-
-Tensor states: states.py. Real and simulated runs with the same costs decide the same: the
-backend only runs kernels and moves bytes. The textbook loop, no extras: minimal.py.
+Tensor states: states.py. Real and simulated runs with the same costs decide the same (the
+backend only runs kernels and moves bytes). The textbook loop, no extras: minimal.py.
 """
 
 from __future__ import annotations
@@ -72,7 +71,8 @@ class DTRRuntime:
         if o.rules != "minigraph":
             raise DTROptionError(f"DTRRuntime runs rules='minigraph'; simulate runs {o.rules!r}")
         self.program, self.budget, self.backend = program, budget_bytes(budget), backend
-        self.heuristic: Heuristic = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
+        h = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
+        self.heuristic: Heuristic = h.pick(program, self.budget, o) if h.pick else h  # auto
         self.arena = make_arena(o.allocator, o.partition, self.budget, program)
         self.bounds = program.bounds()
         self._init_state()
