@@ -41,3 +41,13 @@ def test_the_gpu_extras_take_either_cuda_wheel_of_cupy():
         "optional-dependencies"]
     assert any(r.startswith("cupy-cuda13x") for r in extras["gpu"])
     assert any(r.startswith("cupy-cuda12x") for r in extras["gpu12"])
+
+
+def test_engine_speed_prints_the_planned_against_unplanned_target_and_equal_results():
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "engine_speed.py"),
+                          "--quick", "--steps", "3", "--warmup", "1"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("planned and unplanned: bitwise equal") == 2, res.stdout
+    assert "## Targets" in res.stdout and "within 5% of the unplanned one" in res.stdout
+    assert "- overall: " in res.stdout
