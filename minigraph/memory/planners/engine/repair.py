@@ -91,12 +91,17 @@ class Repair:
             order = [int(out[k]) for k in np.lexsort((self.rng_keys(len(out)), keys[how]))]
         fit = "best" if self.rng.random() < 0.3 else "lowest"
         for i in order:
-            way = np.flatnonzero((self.start <= self.end[i]) & (self.end >= self.start[i])
-                                 & (off >= 0))
-            way = way[np.argsort(off[way], kind="stable")]
-            lo = off[way]
-            off[i] = lowest_gap_of(lo, lo + self.size[way], int(self.size[i]), fit)
+            off[i] = self.gap_for(i, off, fit)
         return off
+
+    def gap_for(self, i: int, off: np.ndarray, fit: str = "lowest") -> int:
+        """The offset buffer `i` goes back to: the lowest (or best) gap that the buffers
+        already placed in `off` (offset >= 0) and alive with it leave over its lifetime."""
+        near = np.flatnonzero((self.start <= self.end[i]) & (self.end >= self.start[i])
+                              & (off >= 0))
+        near = near[np.argsort(off[near], kind="stable")]
+        at = off[near]
+        return lowest_gap_of(at, at + self.size[near], int(self.size[i]), fit)
 
     def rng_keys(self, n: int) -> np.ndarray:
         return np.array([self.rng.random() for _ in range(n)])
@@ -128,11 +133,7 @@ class Repair:
         off[v] = int(ys[k])
         off[out] = -1
         for i in out[np.argsort(-self.size[out], kind="stable")]:
-            near = np.flatnonzero((self.start <= self.end[i]) & (self.end >= self.start[i])
-                                  & (off >= 0))
-            near = near[np.argsort(off[near], kind="stable")]
-            at = off[near]
-            off[i] = lowest_gap_of(at, at + self.size[near], int(self.size[i]))
+            off[i] = self.gap_for(i, off)
         return off
 
     def step(self) -> bool:
