@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from dtr import FULL, QUICK  # noqa: E402
-from dtr_reference import OVERHEAD_LIMIT, load_simrd, simrd_baseline, simrd_cell  # noqa: E402
+from dtr_reference import OVERHEAD_LIMIT, PAIRS, load_simrd, simrd_baseline, simrd_cell  # noqa: E402
 
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
 from minigraph.models import get_model  # noqa: E402
@@ -59,8 +59,8 @@ from minigraph.runtime.dtr.simrd_log import parse_trace, replay_trace, write_tra
 from minigraph.runtime.dtr.tracegen import GENERATED, generated_trace  # noqa: E402
 
 RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)
-SIMRD = ("DTR", "DTREqClass", "LRU", "MSPS")
-PRESET = {"DTR": "dtr", "DTREqClass": "dtr-eqclass", "LRU": "lru", "MSPS": "msps"}
+PRESET = dict(PAIRS)          # simrd's heuristic -> the name of its preset here
+SIMRD = tuple(PRESET)         # DTR, DTREqClass, LRU, MSPS
 TARGET_SHARE, TARGET_COST = 0.95, 1.5     # issue 38, point 3
 
 
