@@ -28,3 +28,15 @@ def check_answers(answers: Mapping[int, tuple[Any, Check]]) -> None:
             continue
         ok, why = check(given)
         print(f"{number}: {'right' if ok else 'not quite'}: {why}")
+
+
+def try_student(fn: Callable[..., Any], name: str, case: str, *args: Any) -> tuple[bool, Any]:
+    """Run the student's function `name` (`fn`) on `case`: (True, what `fn(*args)`
+    returned), or (False, the message: the stub still raises NotImplementedError, or what
+    it raised on which case), for the exercise checks of lessons 02-05."""
+    try:
+        return True, fn(*args)
+    except NotImplementedError:
+        return False, f"{name} still raises NotImplementedError: write its body"
+    except Exception as e:      # the student's code: say what it raised, and where
+        return False, f"on {case}: it raised {type(e).__name__}: {e}"

@@ -17,6 +17,7 @@ from ..memory.instances import ge_worked_example
 from ..memory.liveness import liveness
 from ..memory.planners import plan_buffers
 from ..models import get_model
+from . import try_student
 
 
 def _not_a_graph(answer: Any, n: int) -> str:
@@ -119,12 +120,9 @@ def exercise_4(fn: Callable[..., Any]) -> tuple[bool, str]:
         return False, f"ANSWER_4 must be your function my_inplace_pairs, not {fn!r}"
     for name, graph in exercise_4_cases():
         live = liveness(graph, alignment=1)
-        try:
-            got = fn(graph, live)
-        except NotImplementedError:
-            return False, "my_inplace_pairs still raises NotImplementedError: write its body"
-        except Exception as e:      # the student's code: say what it raised, and where
-            return False, f"on {name}: it raised {type(e).__name__}: {e}"
+        ok, got = try_student(fn, "my_inplace_pairs", name, graph, live)
+        if not ok:
+            return False, got
         try:
             got = [(str(x), str(y)) for x, y in got]
         except (TypeError, ValueError):

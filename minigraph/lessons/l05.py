@@ -14,6 +14,7 @@ from ..memory.instances import ge_worked_example, hard_instance
 from ..memory.planners import plan_buffers
 from ..memory.planners.ge import binary_ranges, reuse_blocks
 from ..models import get_model
+from . import try_student
 from .l01 import _count
 
 #: The zoo model of exercise 2 and the settings its minima are compared under.
@@ -99,12 +100,9 @@ def exercise_4(fn: Callable[..., Any]) -> tuple[bool, str]:
     if not callable(fn):
         return False, f"ANSWER_4 must be your function my_reuse_blocks, not {fn!r}"
     for name, buffers, _, range_of in exercise_4_cases():
-        try:
-            got = fn(list(buffers), range_of)
-        except NotImplementedError:
-            return False, "my_reuse_blocks still raises NotImplementedError: write its body"
-        except Exception as e:      # the student's code: say what it raised, and where
-            return False, f"on {name}: it raised {type(e).__name__}: {e}"
+        ok, got = try_student(fn, "my_reuse_blocks", name, list(buffers), range_of)
+        if not ok:
+            return False, got
         try:
             got = [[getattr(b, "id", b) for b in block] for block in got]
         except TypeError:
