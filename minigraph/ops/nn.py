@@ -327,21 +327,28 @@ def _ln_infer(attrs, x, gamma, beta):
     return [(x.shape, x.dtype), (stats, x.dtype), (stats, x.dtype)]
 
 
+def standardize(xp, x, y, mu, rs, axis, eps: float) -> None:
+    """y = (x - mean) / sqrt(var + eps) over `axis`, the statistics written to `mu` and
+    `rs` (1/std, keepdims shapes): what layer, batch and group norm share before their
+    scale and shift. y holds the squared deviations for a moment."""
+    xp.mean(x, axis=axis, keepdims=True, out=mu)
+    xp.subtract(x, mu, out=y)
+    xp.multiply(y, y, out=y)
+    xp.mean(y, axis=axis, keepdims=True, out=rs)
+    xp.add(rs, x.dtype.type(eps), out=rs)
+    xp.sqrt(rs, out=rs)
+    xp.reciprocal(rs, out=rs)
+    xp.subtract(x, mu, out=y)
+    xp.multiply(y, rs, out=y)
+
+
 def _ln_fw(ctx, attrs, ins, outs):
     # Outputs: y, and the row mean and 1/std that the gradient reads (saved statistics).
     xp, (x, gamma, beta), (y, mean, rstd) = ctx.xp, ins, outs
     d = x.shape[-1]
     x2, y2 = x.reshape(-1, d), y.reshape(-1, d)
     mu, rs = mean.reshape(-1, 1), rstd.reshape(-1, 1)
-    xp.mean(x2, axis=1, keepdims=True, out=mu)
-    xp.subtract(x2, mu, out=y2)
-    xp.multiply(y2, y2, out=y2)       # y holds the squared deviations for a moment
-    xp.mean(y2, axis=1, keepdims=True, out=rs)
-    xp.add(rs, x.dtype.type(attrs["eps"]), out=rs)
-    xp.sqrt(rs, out=rs)
-    xp.reciprocal(rs, out=rs)
-    xp.subtract(x2, mu, out=y2)
-    xp.multiply(y2, rs, out=y2)
+    standardize(xp, x2, y2, mu, rs, 1, attrs["eps"])
     xp.multiply(y2, gamma, out=y2)
     xp.add(y2, beta, out=y2)
 
@@ -429,15 +436,7 @@ def _bn_fw(ctx, attrs, ins, outs):
     xp, (x, gamma, beta), (y, mean, rstd) = ctx.xp, ins, outs
     axes, bshape = _bn_layout(x.shape)
     mu, rs = mean.reshape(bshape), rstd.reshape(bshape)
-    xp.mean(x, axis=axes, keepdims=True, out=mu)
-    xp.subtract(x, mu, out=y)
-    xp.multiply(y, y, out=y)
-    xp.mean(y, axis=axes, keepdims=True, out=rs)
-    xp.add(rs, x.dtype.type(attrs["eps"]), out=rs)
-    xp.sqrt(rs, out=rs)
-    xp.reciprocal(rs, out=rs)
-    xp.subtract(x, mu, out=y)
-    xp.multiply(y, rs, out=y)
+    standardize(xp, x, y, mu, rs, axes, attrs["eps"])
     xp.multiply(y, gamma.reshape(bshape), out=y)
     xp.add(y, beta.reshape(bshape), out=y)
 

@@ -9,7 +9,7 @@ and does not depend on the batch: it trains the same at any batch size.
 from __future__ import annotations
 
 from ..graph import Tensor
-from .nn import _float_only, _norm_grad, _norm_params
+from .nn import _float_only, _norm_grad, _norm_params, standardize
 from .registry import apply, defop, itemsize, numel, shape_error
 
 
@@ -36,15 +36,7 @@ def _gn_fw(ctx, attrs, ins, outs):
     g = attrs["groups"]
     (x3, _), (y3, yc) = _views(x, g), _views(y, g)
     mu, rs = mean.reshape(-1, g, 1), rstd.reshape(-1, g, 1)
-    xp.mean(x3, axis=2, keepdims=True, out=mu)
-    xp.subtract(x3, mu, out=y3)
-    xp.multiply(y3, y3, out=y3)                   # y holds the squared deviations a while
-    xp.mean(y3, axis=2, keepdims=True, out=rs)
-    xp.add(rs, x.dtype.type(attrs["eps"]), out=rs)
-    xp.sqrt(rs, out=rs)
-    xp.reciprocal(rs, out=rs)
-    xp.subtract(x3, mu, out=y3)
-    xp.multiply(y3, rs, out=y3)
+    standardize(xp, x3, y3, mu, rs, 2, attrs["eps"])
     xp.multiply(yc, gamma[:, None], out=yc)
     xp.add(yc, beta[:, None], out=yc)
 
