@@ -215,8 +215,9 @@ def numeric_grad(ex: mg.Executor, loss: str, feeds: dict, name: str) -> np.ndarr
     return g
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_gradient_matches_finite_differences(case: Case) -> None:
+def assert_finite_differences(case: Case, rtol: float = RTOL, atol: float = ATOL) -> None:
+    """The case's gradients (the backward graph's) against central differences of its
+    loss, per input it differentiates (also used by tests/test_ops_more.py)."""
     loss, out, wrt, grads, data, _ = build(case)
     got = mg.Executor(mg.Graph([loss, *grads])).run(data)
     fwd = mg.Executor(mg.Graph([loss]))
@@ -224,8 +225,13 @@ def test_gradient_matches_finite_differences(case: Case) -> None:
     for t, g in zip(wrt, grads):
         num = numeric_grad(fwd, loss.name, feeds, t.name)
         assert got[g.name].shape == t.shape
-        np.testing.assert_allclose(got[g.name], num, rtol=RTOL, atol=ATOL,
+        np.testing.assert_allclose(got[g.name], num, rtol=rtol, atol=atol,
                                    err_msg=f"d loss / d {t.name} for {case.name}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_gradient_matches_finite_differences(case: Case) -> None:
+    assert_finite_differences(case)
 
 
 def test_every_differentiable_op_has_a_case() -> None:

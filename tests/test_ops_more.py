@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 import pytest
-from test_gradcheck import C, Case, build, numeric_grad, torch_namespace
+from test_gradcheck import C, Case, assert_finite_differences, build, torch_namespace
 
 import minigraph as mg
 from minigraph.ops.activations import clamp_grad
@@ -54,14 +54,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_gradient_matches_finite_differences(case: Case) -> None:
-    loss, out, wrt, grads, data, _ = build(case)
-    got = mg.Executor(mg.Graph([loss, *grads])).run(data)
-    fwd = mg.Executor(mg.Graph([loss]))
-    feeds = {k: v.copy() for k, v in data.items()}
-    for t, g in zip(wrt, grads):
-        num = numeric_grad(fwd, loss.name, feeds, t.name)
-        np.testing.assert_allclose(got[g.name], num, rtol=1e-4, atol=1e-6,
-                                   err_msg=f"d loss / d {t.name} for {case.name}")
+    assert_finite_differences(case)
 
 
 def more_namespace(torch, case: Case, data: dict):
