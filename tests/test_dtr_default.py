@@ -1,5 +1,5 @@
 """The default eviction rule, `auto` (issue 38, point 3): one run, its score picked before it
-starts (h_DTR or MSPS with ties to the stalest, `heuristics.auto_choice`)."""
+starts (h_DTR, dtr-live or MSPS with ties to the stalest, `heuristics.auto_choice`)."""
 
 from __future__ import annotations
 
@@ -63,14 +63,14 @@ def test_the_default_is_auto_and_says_what_it_picked():
     assert DTROptions(rules="simrd", allocator="ideal").heuristic == "dtr"
 
 
-def test_auto_picks_dtr_only_where_cost_per_byte_barely_varies_and_memory_is_generous():
+def test_auto_picks_dtr_family_where_cost_per_byte_barely_varies_dtr_live_when_tight():
     conv = program_from_graph(mg.models.get_model("resnet").graph)
     lstm = parse_trace(generated_trace("lstm", 6))
     assert cost_per_byte_cv(conv) < AUTO_CV < cost_per_byte_cv(lstm)
     peak = conv.bounds().peak
     assert auto_choice(conv, peak, DTROptions()) == "dtr"
     assert auto_choice(conv, math.ceil(AUTO_RATIO * peak), DTROptions()) == "dtr"
-    assert auto_choice(conv, math.ceil(AUTO_RATIO * peak) - 1, DTROptions()) == "msps-stale"
+    assert auto_choice(conv, math.ceil(AUTO_RATIO * peak) - 1, DTROptions()) == "dtr-live"
     assert auto_choice(lstm, 10**12, DTROptions()) == "msps-stale"
     # the textbook loop (extras off) keeps the textbook's score
     off = DTROptions(dead_first=False, protect=False, relief=False)

@@ -408,7 +408,9 @@ def test_the_live_neighbourhood_skips_dead_descendants_nothing_live_needs():
 @pytest.mark.parametrize("dead_first", [True, False])
 def test_dead_first_offers_the_kept_dead_tensors_alone_before_the_live_ones(dead_first):
     """With `dead_first` (the default) a dead tensor kept after a rematerialisation is
-    evicted before any live one; without it (simrd's rule) dead and live compete on score."""
+    evicted before any live one, unless an evicted live tensor reads it (it would only be
+    fetched back); without it (simrd's rule) dead and live compete on score."""
+    from minigraph.runtime.dtr.eviction import wanted_back
     p = program_from_graph(mlp_training(depth=4, width=16, batch=32), alignment=1)
     budget = max(p.bounds().lower, int(0.6 * p.bounds().peak))
     offers, holder = [], {}
@@ -417,19 +419,33 @@ def test_dead_first_offers_the_kept_dead_tensors_alone_before_the_live_ones(dead
     def select(cands, need):
         rt = holder["rt"]
         free = [v for v in cands if not v.pinned]
-        offers.append({rt.dead[v.index] for v in free})
+        offers.append([(rt.dead[v.index], wanted_back(rt, v.index)) for v in free])
         return min(free, key=lambda v: score(v, rt.now), default=None)
 
     rt = holder["rt"] = DTRRuntime(p, budget, "dtr", dead_first=dead_first, select=select)
     tr = rt.run()
     assert tr.rematerializations > 0
-    assert any(True in o for o in offers)           # dead tensors were kept and offered
-    only_dead = [o for o in offers if o == {True}]
-    mixed = [o for o in offers if o == {True, False}]
+    assert any(d for o in offers for d, _ in o)     # dead tensors were kept and offered
+    only_dead = [o for o in offers if o and all(d for d, _ in o)]
+    mixed = [o for o in offers if {d for d, _ in o} == {True, False}]
     if dead_first:
-        assert only_dead and not mixed
+        assert only_dead
+        # a dead tensor competes with live ones only when a live evicted tensor reads it
+        assert all(w for o in mixed for d, w in o if d)
     else:
         assert mixed
+
+
+def test_dead_first_keeps_what_an_evicted_live_tensor_reads():
+    """DenseNet's concatenations are read again by every later layer's recomputation:
+    evicting them first whenever they were dead made h_DTR thrash here at 0.6 of the
+    peak (and the DTR authors' trace of it at 0.4); keeping the ones an evicted live
+    tensor reads, it finishes."""
+    g = mg.models.get_model("densenet", image=16, batch=4, growth=6, blocks=(6, 12),
+                            init_channels=8).graph
+    p = program_from_graph(g)
+    tr = simulate(p, ratio=0.6, heuristic="dtr", thrash_limit=1.0)
+    assert tr.overhead < 2.0
 
 
 # --- options: one record for every entry point ------------------------------------------------

@@ -146,7 +146,8 @@ assert all(r["mge with eq classes"] < r["megengine"] for r in mge_rows.values())
 # neighbourhoods; ties go to the last candidate. `DTROptions.simrd(h)` replays a trace
 # with them (`benchmarks/dtr_reference.py` compares it with simrd itself). One of our own
 # rules is `dead_first`: a dead tensor brought back by a neighbour's recomputation goes
-# first. A generated LSTM-like training trace (views, multi-output ops, an optimizer's
+# first, unless an evicted live tensor reads it (its recomputation would fetch it back at
+# once). A generated LSTM-like training trace (views, multi-output ops, an optimizer's
 # in-place update), replayed at the same bytes (the authors' budget: a ratio of the
 # baseline peak, constants included) with simrd's rules and ours:
 

@@ -252,18 +252,22 @@ for ratio in (0.8, 0.6):
 #
 # $$h_{auto}(t) = \begin{cases} h_{DTR} = \dfrac{c_0 + e^*(t)}{m \cdot s} &
 # \text{if } \mathrm{CV}(c_0/m) < 3 \text{ and } B \ge 0.6\,P \\[4pt]
+# h_{DTR\text{-}live} = \dfrac{c_0 + e^*_{live}(t)}{m \cdot s} &
+# \text{if } \mathrm{CV}(c_0/m) < 3 \text{ and } B < 0.6\,P \\[4pt]
 # \left(\dfrac{c_{anc}(t)}{m},\; -s\right) & \text{otherwise (MSPS, ties to the
 # stalest)} \end{cases}$$
 #
 # MSPS ($c_{anc}$: the tensor's cost with the evicted ancestors it would drag in, per
 # byte freed) ranks well when costs per byte differ, as between a matmul and the
 # elementwise ops around it; where they barely differ (convolution nets), its key ties
-# among many tensors and only staleness can rank them, so h_DTR decides, at generous
-# budgets. MSPS's ties go to the stalest tensor (the second key of the pair) rather than
-# to the scan order. How often this one run is at or below the best of simrd's four
-# heuristics, and at what cost against h_DTR's, `python benchmarks/dtr_heuristics.py`
-# prints over its 104 cells (`benchmarks/RESULTS.md`): more often than h_DTR alone, less
-# often than the portfolio, which never is above.
+# among many tensors and only staleness can rank them, so h_DTR decides. At a tight
+# budget many evicted tensors are dead, and h_DTR's $e^*$ still charges them;
+# $e^*_{live}$ counts only the evicted tensors that may be recomputed. MSPS's ties go to
+# the stalest tensor (the second key of the pair) rather than to the scan order. How
+# often this one run is at or below the best of simrd's four heuristics, and at what
+# cost against h_DTR's, `python benchmarks/dtr_heuristics.py` prints over its 104 cells
+# (`benchmarks/RESULTS.md`): more often than h_DTR alone, less often than the
+# portfolio, which never is above.
 # `"dtr"` still names h_DTR itself, and with the runtime's extras off (the textbook
 # loop) `auto` is h_DTR.
 
@@ -288,6 +292,7 @@ show_table(["ratio", "auto (the default)", "dtr", "msps"], pick_rows)
 assert replay_trace(log, ratio=0.7).heuristic.startswith("auto:")
 assert auto_choice(log, 10**12) == "msps-stale"          # costs per byte differ: MSPS
 assert auto_choice(resnet, resnet.bounds().peak) == "dtr" and AUTO_RATIO == 0.6
+assert auto_choice(resnet, int(0.5 * resnet.bounds().peak)) == "dtr-live"   # tight: dtr-live
 
 # %% [markdown]
 # ## Summary
@@ -298,5 +303,5 @@ assert auto_choice(resnet, resnet.bounds().peak) == "dtr" and AUTO_RATIO == 0.6
 # * Static plans (sqrt(n), Checkmate's MILP) need the whole graph in advance; compared at
 #   the same budgets, Checkmate's proven optimum bounds what DTR can pay.
 # * A portfolio picks the cheapest rule set per budget by simulation, at the price of one
-#   run per candidate; the default (`auto`) picks h_DTR or MSPS once, before its one run,
+#   run per candidate; the default (`auto`) picks h_DTR, dtr-live or MSPS once, before its one run,
 #   from how much the cost per byte varies and how generous the budget is.

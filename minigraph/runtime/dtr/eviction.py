@@ -8,7 +8,10 @@ tensors to evict. The rules, in the order they apply:
   outputs of the running op) are offered, flagged, but never taken.
 * **dead first**: a dead tensor (its last reader ran) kept resident after a
   rematerialisation goes before any live one (`DTROptions.dead_first`; the DTR authors'
-  simulator scores it like the others, under rules of its own: simrd.py).
+  simulator scores it like the others, under rules of its own: simrd.py), unless a live
+  tensor that is evicted now reads it: that tensor's recomputation would only fetch it
+  back (`wanted_back`). On DenseNet, whose concatenations are read again by every later
+  layer's recomputation, evicting those first made every budget under 0.5 thrash.
 * **protected last**: the inputs that waiting ops still need are offered only when
   nothing else can go (evicting one only to fetch it back is the first step of thrashing;
   `DTROptions.protect`).
@@ -38,7 +41,7 @@ from .neighborhood import (
     evicted_up,
     live_evicted_region,
 )
-from .states import RES
+from .states import EVI, RES
 
 
 def choose_victims(rt: Any, need: int) -> list[int]:
@@ -51,7 +54,8 @@ def choose_victims(rt: Any, need: int) -> list[int]:
     now, protect, pins, cands = rt.now, rt.protect, rt.pins, rt.candidates.items
     view = rt.scores.view
     if rt.options.dead_first:
-        dead = [view(t, now) for t in cands if rt.dead[t] and not pins[t]]
+        dead = [view(t, now) for t in cands
+                if rt.dead[t] and not pins[t] and not wanted_back(rt, t)]
         v = rt.choose_victim(dead, need) if dead else None
         if v is not None:
             return [v.index]
@@ -64,6 +68,12 @@ def choose_victims(rt: Any, need: int) -> list[int]:
             if v is not None:
                 return [v.index]
     return []
+
+
+def wanted_back(rt: Any, t: int) -> bool:
+    """Whether a live tensor evicted now reads t: recomputing it would fetch t back."""
+    state, dead = rt.state, rt.dead
+    return any(state[c] == EVI and not dead[c] for c in rt.program.children[t])
 
 
 def lowest_score(rt: Any, candidates: list[TensorView], need: int) -> TensorView | None:

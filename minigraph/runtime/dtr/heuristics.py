@@ -32,8 +32,9 @@ enough bytes with the lowest summed cost. Any per-tensor cost can drive it:
 `get_heuristic("coop", cost=my_cost)` with `my_cost(t, now) -> float >= 0`.
 
 `auto` (the default, `DTROptions()`) is not one score but a choice of one, made once per
-run from what is known before it (`auto_choice`): h_DTR where the cost per byte barely
-varies and the budget is generous, `msps-stale` (MSPS, ties to the stalest) elsewhere.
+run from what is known before it (`auto_choice`): where the cost per byte barely varies,
+h_DTR at a generous budget and `dtr-live` at a tight one; elsewhere `msps-stale` (MSPS,
+ties to the stalest).
 A score may return a tuple: compared in order (the next key decides ties).
 
 Register your own with `register_heuristic("mine", score)` or pass the function itself as
@@ -220,18 +221,21 @@ def cost_per_byte_cv(program: Any) -> float:
 
 
 def auto_choice(program: Any, budget: int, options: Any = None) -> str:
-    """The score `auto` runs `program` with at `budget` bytes: h_DTR ("dtr") when the cost
-    per byte barely varies (CV < AUTO_CV: MSPS's key ties, staleness must rank) and the
-    budget is generous (>= AUTO_RATIO x the peak of a run that never evicts); MSPS with
-    ties to the stalest ("msps-stale") otherwise. With the runtime's extras off
+    """The score `auto` runs `program` with at `budget` bytes.
+
+    Where the cost per byte barely varies (CV < AUTO_CV), MSPS's key ties and staleness
+    must rank: h_DTR ("dtr") at a generous budget (>= AUTO_RATIO x the peak of a run that
+    never evicts), and below it `dtr-live`, which does not charge the dead evicted
+    tensors nothing will recompute (at a tight budget there are many). Elsewhere MSPS
+    with ties to the stalest ("msps-stale"). With the runtime's extras off
     (`dead_first`, `protect` and `relief` all False: the textbook loop of minimal.py)
     it is the textbook's h_DTR."""
     if options is not None and not (options.dead_first or options.protect or options.relief):
         return "dtr"
+    if cost_per_byte_cv(program) >= AUTO_CV:
+        return "msps-stale"
     peak = program.bounds().peak
-    if cost_per_byte_cv(program) < AUTO_CV and peak > 0 and budget >= AUTO_RATIO * peak:
-        return "dtr"
-    return "msps-stale"
+    return "dtr" if peak > 0 and budget >= AUTO_RATIO * peak else "dtr-live"
 
 
 def _auto_pick(program: Any, budget: int, options: Any = None) -> Heuristic:

@@ -27,7 +27,7 @@ class DTROptions:
     """How the DTR runtime runs.
 
     `heuristic`: a name of `HEURISTICS`, a `Heuristic` or a function `score(t, now)`;
-    the default `auto` picks h_DTR or MSPS (ties to the stalest) per run from the program
+    the default `auto` picks h_DTR, dtr-live or MSPS (ties to the stalest) per run from the program
     and the budget (heuristics.auto_choice; "dtr" is h_DTR itself); `heuristic_args`
     are bound to it (megengine's a, b, c, r; coop's `cost`).
     `allocator`: "first-fit" (addresses, fragmentation) or "ideal" (a counter; simulated
@@ -35,7 +35,8 @@ class DTROptions:
     "first" compacts at once, as MegEngine does [MegEngine 2021] (since v1.7 "defrag is on
     by default"); "last-resort" evicts by the heuristic and compacts only when nothing is
     left to evict; "never" only evicts. `dead_first`: a dead tensor kept after a
-    rematerialisation is evicted before any live one; False scores it like any other
+    rematerialisation is evicted before any live one, unless an evicted live tensor
+    reads it (eviction.wanted_back); False scores it like any other
     (so does the DTR authors' simulator [Kirisame 2021], whose other rules differ too:
     `DTROptions.simrd()`). `protect`: the inputs that ops waiting below a recomputation
     still need are evicted only when nothing else can go; False offers them like any
