@@ -407,8 +407,8 @@ def test_thrashing_heuristic_fails_the_case_and_counts_as_the_limit() -> None:
     def lru(t, now):
         return math.inf if t.pinned else -t.staleness
 
-    transformer = [m for m in MODELS if m[0] == "transformer"]
-    cases = heuristic_cases(models=transformer, ratios=(0.4,), chain=False)
+    lstm = [m for m in MODELS if m[0] == "lstm"]
+    cases = heuristic_cases(models=lstm, ratios=(0.4,), chain=False)
     report = check_heuristic(lru, cases=cases)
     assert report.score == 0
     msg = report.first_failure.message

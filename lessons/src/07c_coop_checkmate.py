@@ -256,7 +256,8 @@ for ratio in (0.8, 0.6):
 # \text{if } \mathrm{CV}(c_0/m) < 3 \text{ and } B < 0.6\,P \\[4pt]
 # \left(\dfrac{c_{anc}(t)}{m},\; -s\right) & \text{otherwise (MSPS, ties to the
 # stalest)} \end{cases}$$
-#
+
+# %% [markdown]
 # MSPS ($c_{anc}$: the tensor's cost with the evicted ancestors it would drag in, per
 # byte freed) ranks well when costs per byte differ, as between a matmul and the
 # elementwise ops around it; where they barely differ (convolution nets), its key ties
