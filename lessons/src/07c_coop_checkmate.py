@@ -304,5 +304,5 @@ assert auto_choice(resnet, int(0.5 * resnet.bounds().peak)) == "dtr-live"   # ti
 # * Static plans (sqrt(n), Checkmate's MILP) need the whole graph in advance; compared at
 #   the same budgets, Checkmate's proven optimum bounds what DTR can pay.
 # * A portfolio picks the cheapest rule set per budget by simulation, at the price of one
-#   run per candidate; the default (`auto`) picks h_DTR, dtr-live or MSPS once, before its one run,
-#   from how much the cost per byte varies and how generous the budget is.
+#   run per candidate; the default (`auto`) picks h_DTR, dtr-live or MSPS once, before
+#   its one run, from how much the cost per byte varies and how generous the budget is.

@@ -10,8 +10,9 @@ tensors to evict. The rules, in the order they apply:
   rematerialisation goes before any live one (`DTROptions.dead_first`; the DTR authors'
   simulator scores it like the others, under rules of its own: simrd.py), unless a live
   tensor that is evicted now reads it: that tensor's recomputation would only fetch it
-  back (`wanted_back`). On DenseNet, whose concatenations are read again by every later
-  layer's recomputation, evicting those first made every budget under 0.5 thrash.
+  back (`wanted_back`). DenseNet's concatenations are read again by every later layer's
+  recomputation: evicting them first made h_DTR thrash on its trace at half its peak,
+  and every score at 0.4 (benchmarks/dtr_heuristics.py).
 * **protected last**: the inputs that waiting ops still need are offered only when
   nothing else can go (evicting one only to fetch it back is the first step of thrashing;
   `DTROptions.protect`).

@@ -293,7 +293,8 @@ for _name, _fn in [("dtr", dtr), ("dtr-live", dtr_live), ("dtr-eqclass", dtr_eqc
 register_heuristic("coop", coop_cost, window=True)
 
 # Known by name but not in HEURISTICS (which a sweep runs one by one): the default `auto`
-# (a choice between two of them, not a score of its own) and its MSPS variant.
+# (a choice among dtr, dtr-live and msps-stale, not a score of its own) and its MSPS
+# variant.
 DEFAULT_RULES: dict[str, Heuristic] = {
     "auto": Heuristic("auto", msps_stale, pick=_auto_pick),   # msps-stale until picked
     "msps-stale": Heuristic("msps-stale", msps_stale),
