@@ -6,7 +6,8 @@ What must hold on a GPU: the same numbers as NumPy (to float tolerance); ONE dev
 allocation for the arena, with every planned tensor a view into it; the measured device
 memory equal to arena + inputs, parameters and outputs + the largest declared workspace,
 within 1%, for every zoo model and every planner; no read-back to the host inside a
-training step; the GPU's own kernels (`minigraph/ops/cuda.py`) equal to their NumPy twins.
+training step; the GPU's own kernels (`minigraph/ops/cuda.py`, `cuda_rows.py`) equal to their
+NumPy twins.
 """
 
 import numpy as np
@@ -203,3 +204,13 @@ def test_gpu_gelu_kernels_equal_their_numpy_twins():
         get_op(op).forward(KernelContext(cupy, op), {}, [cupy.asarray(a) for a in ins], [got])
         # float32 rounding of O(1) terms that cancel where x << 0: absolute 1e-5
         np.testing.assert_allclose(got.get(), want, rtol=1e-5, atol=1e-5, err_msg=op)
+
+
+def test_gpu_row_kernels_equal_their_numpy_twins():
+    # softmax, layer norm, batch norm and sum_to (ops/cuda_rows.py), the cases that
+    # test_cuda_emulated.py runs on the CPU, here on the GPU itself; each kernel's scratch
+    # within its declared GPU workspace.
+    import cupy
+    from row_kernel_cases import check_all
+    failures = check_all(cupy, cupy.asarray, cupy.asnumpy)
+    assert not failures, "\n".join(failures)

@@ -549,7 +549,7 @@ def test_zoo_uses_every_op(zoo):
 def test_declared_workspace_covers_the_scratch_kernels_take(zoo):
     for graph, _, _, scratch in zoo:
         for node in graph.nodes:
-            declared = workspace_of(graph, node)
+            declared = workspace_of(graph, node, resolve_device("auto"))
             assert scratch[node.name] <= declared, f"{node.name} ({node.op})"
             if OPS[node.op].forward.__module__ in MY_MODULES:
                 assert scratch[node.name] == declared, f"{node.name} ({node.op})"

@@ -18,7 +18,9 @@
 # `minigraph/runtime/executor.py` (the arena) and `minigraph/runtime/kernels.py` (the one
 # place a kernel runs, shared by the executor, DTR and the pool measurement). The few
 # kernels that a GPU runs its own way (one cuBLAS call for a batched product, one kernel
-# for im2col or GELU) are in `minigraph/ops/cuda.py`, each beside its NumPy twin's name.
+# for im2col or GELU) are in `minigraph/ops/cuda.py`, and those that reduce (softmax,
+# layer and batch norm, `sum_to`: a row per warp, column sums in two stages) in
+# `minigraph/ops/cuda_rows.py`, each beside its NumPy twin's name.
 
 # %%
 import sys

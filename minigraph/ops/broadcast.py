@@ -11,7 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..graph import Tensor
-from .registry import apply1, defop, numel, shape_error
+from . import cuda_rows
+from .cuda import on_cupy
+from .registry import apply1, defop, itemsize, numel, shape_error
 
 # --- sum_to: the adjoint of broadcasting -------------------------------------------------------
 
@@ -34,6 +36,9 @@ def _sum_to_infer(attrs, g):
 
 def _sum_to_forward(ctx, attrs, ins, outs):
     g, out = ins[0], outs[0]
+    split = cuda_rows.leading_split(g.shape, out.shape)
+    if on_cupy(ctx.xp) and split and cuda_rows.supported(g, out):
+        return cuda_rows.sum_leading(ctx, g, out, *split)   # on a GPU: coalesced columns
     lead = g.ndim - out.ndim
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(out.shape)
                                       if s == 1 and g.shape[lead + i] != 1)
@@ -41,9 +46,17 @@ def _sum_to_forward(ctx, attrs, ins, outs):
     ctx.xp.sum(g, axis=axes, out=out.reshape(kept))
 
 
+def _sum_to_ws_gpu(attrs, ins, outs):
+    split = cuda_rows.leading_split(tuple(ins[0].shape), tuple(outs[0].shape))
+    if split is None or not cuda_rows.takes(ins[0].dtype):
+        return 0
+    rows, cols = split
+    return cuda_rows.parts_bytes(cuda_rows.column_chunks(rows), cols, 1, itemsize(ins[0]))
+
+
 defop("sum_to", infer=_sum_to_infer, forward=_sum_to_forward,
       grad=lambda a, ins, outs, g: [broadcast_to(g[0], ins[0].shape)],
-      flops=lambda a, ins, outs: numel(ins[0]))
+      flops=lambda a, ins, outs: numel(ins[0]), workspace_gpu=_sum_to_ws_gpu)
 
 
 # --- broadcast_to: x copied along the axes where it has size 1 (or lacks them) --------------

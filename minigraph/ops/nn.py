@@ -5,7 +5,9 @@ pairs, FLOPs and workspace. Two habits matter for memory [Chen 2016]:
 - a gradient node reads only what it needs: softmax's reads the output y, not x; the
   losses read the logits or predictions and the labels, never an intermediate;
 - a kernel's temporaries are either row-sized or declared as `workspace` and taken from
-  `ctx.scratch`, so the bytes the executor reports are the bytes really used.
+  `ctx.scratch`, so the bytes the executor reports are the bytes really used. On a GPU,
+  softmax, layer norm and batch norm hand their work to `cuda_rows.py` (fewer passes, no
+  strided reductions), whose own scratch is declared as `workspace_gpu`.
 Normalisation ops have several outputs: y, and the mean and 1/std their gradient needs.
 Outputs nobody reads (the statistics at inference) die right after their step.
 """
@@ -20,6 +22,8 @@ import numpy as np
 from ..errors import ArgumentError, DTypeError
 from ..graph import Tensor, check_same_dtype
 from ..tensor import _auto_name
+from . import cuda_rows
+from .cuda import on_cupy
 from .elementwise import neg
 from .registry import apply, apply1, defop, itemsize, numel, shape_error
 
@@ -67,8 +71,21 @@ def _same_float(op):
     return infer
 
 
+def _last_axis_on_gpu(ctx, attrs, *arrays) -> bool:
+    """Whether the softmax's rows are the last axis and the GPU's row kernels take them."""
+    return on_cupy(ctx.xp) and attrs["axis"] == arrays[0].ndim - 1 and \
+        cuda_rows.supported(*arrays)
+
+
+def _softmax_ws_gpu(attrs, ins, outs):
+    last = attrs["axis"] == len(ins[0].shape) - 1 and cuda_rows.takes(ins[0].dtype)
+    return 0 if last else _row_bytes(attrs, ins[0])
+
+
 def _softmax_fw(ctx, attrs, ins, outs):
     xp, x, y, ax = ctx.xp, ins[0], outs[0], attrs["axis"]
+    if _last_axis_on_gpu(ctx, attrs, x, y):       # on a GPU: a row per warp, no scratch
+        return cuda_rows.softmax(x, y)
     s = ctx.scratch(_kept(x.shape, ax), x.dtype)
     xp.max(x, axis=ax, keepdims=True, out=s)
     xp.subtract(x, s, out=y)          # shift by the row maximum: exp cannot overflow
@@ -80,6 +97,8 @@ def _softmax_fw(ctx, attrs, ins, outs):
 def _softmax_grad_fw(ctx, attrs, ins, outs):
     # dx = y * (dy - sum(dy * y)): reads y, never x.
     xp, (dy, y), dx, ax = ctx.xp, ins, outs[0], attrs["axis"]
+    if _last_axis_on_gpu(ctx, attrs, y, dy, dx):
+        return cuda_rows.softmax_grad(dy, y, dx)
     s = ctx.scratch(_kept(y.shape, ax), y.dtype)
     xp.multiply(dy, y, out=dx)
     xp.sum(dx, axis=ax, keepdims=True, out=s)
@@ -91,10 +110,10 @@ defop("softmax", infer=_same_float("softmax"), forward=_softmax_fw, inplace=((0,
       grad=lambda a, ins, outs, g: [apply1("softmax_grad", [g[0], outs[0]],
                                            {"axis": a["axis"]})],
       flops=lambda a, ins, outs: 4 * numel(ins[0]),
-      workspace=lambda a, ins, outs: _row_bytes(a, ins[0]))
+      workspace=lambda a, ins, outs: _row_bytes(a, ins[0]), workspace_gpu=_softmax_ws_gpu)
 defop("softmax_grad", infer=lambda a, dy, y: [(y.shape, dy.dtype)], forward=_softmax_grad_fw,
       differentiable=(), flops=lambda a, ins, outs: 4 * numel(ins[0]),
-      workspace=lambda a, ins, outs: _row_bytes(a, ins[0]))
+      workspace=lambda a, ins, outs: _row_bytes(a, ins[0]), workspace_gpu=_softmax_ws_gpu)
 
 
 def _log_softmax_fw(ctx, attrs, ins, outs):
@@ -345,6 +364,8 @@ def standardize(xp, x, y, mu, rs, axis, eps: float) -> None:
 def _ln_fw(ctx, attrs, ins, outs):
     # Outputs: y, and the row mean and 1/std that the gradient reads (saved statistics).
     xp, (x, gamma, beta), (y, mean, rstd) = ctx.xp, ins, outs
+    if on_cupy(xp) and cuda_rows.supported(x, gamma, beta, y, mean, rstd):
+        return cuda_rows.layer_norm(x, gamma, beta, y, mean, rstd, attrs["eps"])
     d = x.shape[-1]
     x2, y2 = x.reshape(-1, d), y.reshape(-1, d)
     mu, rs = mean.reshape(-1, 1), rstd.reshape(-1, 1)
@@ -358,6 +379,8 @@ def _ln_grad_fw(ctx, attrs, ins, outs):
     #   dx = rstd * (gy - mean(gy) - xh * mean(gy * xh)), dgamma = sum(dy * xh), dbeta = sum(dy).
     # x is read once, first: dx may overwrite x.
     xp, (dy, x, gamma, mean, rstd), (dx, dgamma, dbeta) = ctx.xp, ins, outs
+    if on_cupy(xp) and cuda_rows.supported(*ins, *outs):
+        return cuda_rows.layer_norm_grad(ctx, dy, x, gamma, mean, rstd, dx, dgamma, dbeta)
     d = x.shape[-1]
     dx2 = dx.reshape(-1, d)
     dy2, x2 = dy.reshape(-1, d), dx2 if x is dx else x.reshape(-1, d)   # (in place: one object)
@@ -395,6 +418,14 @@ def _norm_grad(grad_op: str):
 _ln_grad = _norm_grad("layer_norm_grad")
 
 
+def _ln_grad_ws_gpu(attrs, ins, outs):
+    x = ins[1]
+    if not cuda_rows.takes(x.dtype):
+        return (numel(x) + 2 * numel(ins[3])) * itemsize(x)
+    d = x.shape[-1]
+    return cuda_rows.parts_bytes(cuda_rows.column_chunks(numel(x) // d), d, 2, itemsize(x))
+
+
 def _ln_grad_infer(attrs, dy, x, gamma, mean, rstd):
     return [(x.shape, x.dtype), (gamma.shape, x.dtype), (gamma.shape, x.dtype)]
 
@@ -403,7 +434,8 @@ defop("layer_norm", infer=_ln_infer, forward=_ln_fw, grad=_ln_grad,
       flops=lambda a, ins, outs: 8 * numel(ins[0]))
 defop("layer_norm_grad", infer=_ln_grad_infer, forward=_ln_grad_fw, inplace=((0, 1),),
       differentiable=(), flops=lambda a, ins, outs: 12 * numel(ins[0]),
-      workspace=lambda a, ins, outs: (numel(ins[0]) + 2 * numel(ins[3])) * itemsize(ins[0]))
+      workspace=lambda a, ins, outs: (numel(ins[0]) + 2 * numel(ins[3])) * itemsize(ins[0]),
+      workspace_gpu=_ln_grad_ws_gpu)
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
@@ -434,6 +466,8 @@ def _bn_infer(attrs, x, gamma, beta):
 def _bn_fw(ctx, attrs, ins, outs):
     # Training mode: the statistics of this batch (biased variance), saved as outputs.
     xp, (x, gamma, beta), (y, mean, rstd) = ctx.xp, ins, outs
+    if on_cupy(xp) and cuda_rows.supported(*ins, *outs):
+        return cuda_rows.batch_norm(ctx, x, gamma, beta, y, mean, rstd, attrs["eps"])
     axes, bshape = _bn_layout(x.shape)
     mu, rs = mean.reshape(bshape), rstd.reshape(bshape)
     standardize(xp, x, y, mu, rs, axes, attrs["eps"])
@@ -445,6 +479,8 @@ def _bn_grad_fw(ctx, attrs, ins, outs):
     # dx = gamma * rstd * (dy - mean(dy) - xh * mean(dy * xh)), with mean(dy) = dbeta / m and
     # mean(dy * xh) = dgamma / m: only per-channel scratch, xh is recomputed from x.
     xp, (dy, x, gamma, mean, rstd), (dx, dgamma, dbeta) = ctx.xp, ins, outs
+    if on_cupy(xp) and cuda_rows.supported(*ins, *outs):
+        return cuda_rows.batch_norm_grad(ctx, dy, x, gamma, mean, rstd, dx, dgamma, dbeta)
     axes, bshape = _bn_layout(x.shape)
     m = x.dtype.type(numel(x) // x.shape[1])
     mu, rs = mean.reshape(bshape), rstd.reshape(bshape)
@@ -468,11 +504,25 @@ def _bn_grad_fw(ctx, attrs, ins, outs):
 _bn_grad = _norm_grad("batch_norm_grad")
 
 
+def _bn_ws_gpu(sums: int, default):
+    """The GPU workspace of batch norm (`sums` two-stage channel sums), or the CPU's."""
+    def rule(attrs, ins, outs):
+        x = ins[0] if sums == 1 else ins[1]
+        if not cuda_rows.takes(x.dtype):
+            return default(attrs, ins, outs)
+        c = x.shape[1]
+        chunks = cuda_rows.channel_chunks(numel(x) // c)
+        return cuda_rows.parts_bytes(chunks, c, sums, itemsize(x))
+    return rule
+
+
 defop("batch_norm", infer=_bn_infer, forward=_bn_fw, grad=_bn_grad,
-      flops=lambda a, ins, outs: 8 * numel(ins[0]))
+      flops=lambda a, ins, outs: 8 * numel(ins[0]),
+      workspace_gpu=_bn_ws_gpu(1, lambda a, ins, outs: 0))
 defop("batch_norm_grad", infer=_ln_grad_infer, forward=_bn_grad_fw, differentiable=(),
       flops=lambda a, ins, outs: 12 * numel(ins[0]),
-      workspace=lambda a, ins, outs: ins[1].shape[1] * itemsize(ins[1]))
+      workspace=lambda a, ins, outs: ins[1].shape[1] * itemsize(ins[1]),
+      workspace_gpu=_bn_ws_gpu(2, lambda a, ins, outs: ins[1].shape[1] * itemsize(ins[1])))
 
 
 def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..graph import Tensor
+from . import cuda_rows
 from .broadcast import broadcast_to
+from .cuda import on_cupy
 from .elementwise import mul_scalar
 from .registry import apply1, defop, numel, shape_error
 
@@ -45,6 +47,9 @@ def _reduce_fw(fn):
     def forward(ctx, attrs, ins, outs):
         x, o = ins[0], outs[0]
         axes = tuple(attrs["axes"])
+        split = cuda_rows.trailing_split(x.shape, axes)
+        if on_cupy(ctx.xp) and split and cuda_rows.supported(x, o):
+            return cuda_rows.row_sums(x, o, *split, mean=fn == "mean")   # a row per warp
         getattr(ctx.xp, fn)(x, axis=axes, out=o.reshape(_reduced_shape(x.shape, axes, False)))
     return forward
 
