@@ -14,10 +14,9 @@ replayed:
   (constants included), overhead limit 2.0;
 * in minigraph by `replay_trace` at its default budget definition (the authors': the
   same bytes), with h_DTR (`dtr`, the default before issue 38), with the default options
-  (`auto`: h_DTR, dtr-live or MSPS with ties to the stalest, or on a trace with views
-  MSPS by simrd's rules over storages, picked once per run, `heuristics.auto_choice`)
-  and with the portfolio (`portfolio.replay_best`: the cheapest of
-  `portfolio.CANDIDATES`, among them simrd's four as simrd runs them,
+  (`auto`: h_DTR, dtr-live or MSPS with ties to the stalest, picked once per run,
+  `heuristics.auto_choice`) and with the portfolio (`portfolio.replay_best`: the
+  cheapest of `portfolio.CANDIDATES`, among them simrd's four as simrd runs them,
   `DTROptions.simrd`), all stopped at the same 2.0.
 
 Every cell is total compute / base compute (simrd: clock - 1, its clock starts at 1);

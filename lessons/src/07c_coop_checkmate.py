@@ -35,13 +35,7 @@ from minigraph.runtime.dtr import (CHEAP_DENSITY, DTROptions, DTRRuntime, OpSpec
                                    TensorSpec, budget_bounds, checkmate, chen_curve,
                                    generated_trace, parse_trace, replay_trace, simulate,
                                    simulate_best)
-from minigraph.runtime.dtr.heuristics import (
-    AUTO_CV,
-    AUTO_RATIO,
-    AUTO_STORAGES,
-    auto_choice,
-    cost_per_byte_cv,
-)
+from minigraph.runtime.dtr.heuristics import AUTO_CV, AUTO_RATIO, auto_choice, cost_per_byte_cv
 from minigraph.runtime.dtr.program import program_from_graph
 from minigraph.viz.plots import plot_sweep
 
@@ -262,8 +256,6 @@ for ratio in (0.8, 0.6):
 # \text{if } \mathrm{CV}(c_0/m) < 3 \text{ and } B < 0.6\,P \\[4pt]
 # \left(\dfrac{c_{anc}(t)}{m},\; -s\right) & \text{otherwise (MSPS, ties to the
 # stalest)} \end{cases}$$
-#
-# and, on a trace with views, the last case by the DTR authors' rules over storages.
 
 # %% [markdown]
 # MSPS ($c_{anc}$: the tensor's cost with the evicted ancestors it would drag in, per
@@ -279,16 +271,6 @@ for ratio in (0.8, 0.6):
 # portfolio, which never is above.
 # `"dtr"` still names h_DTR itself, and with the runtime's extras off (the textbook
 # loop) `auto` is h_DTR.
-
-# %% [markdown]
-# The last line is for traces only. A trace may hold *views*: tensors that alias their
-# base's bytes, as the `chunk` of an LSTM's gates does. Evicting a view frees nothing
-# while its base stays, and bringing it back means recomputing the base. The DTR
-# authors' simulator [Kirisame 2021] therefore evicts a whole *storage* (a base with its
-# views) and charges it the cost of all their ops; our runtime sees each view as a
-# tensor of its own, which undercounts. So where a trace has views and costs per byte
-# differ, `auto` runs MSPS by those rules (`"simrd-msps"`, `simrd.py`); a graph's program
-# has no views, so real runs never take this line.
 
 # %%
 resnet = program_from_graph(get_model("resnet").graph)
@@ -309,9 +291,7 @@ for r in (0.9, 0.7, 0.5):
     pick_rows.append(row)
 show_table(["ratio", "auto (the default)", "dtr", "msps"], pick_rows)
 assert replay_trace(log, ratio=0.7).heuristic.startswith("auto:")
-assert auto_choice(log, 10**12) == AUTO_STORAGES          # views, costs differ: MSPS, storages
-unet = parse_trace(generated_trace("unet", 2), name="unet-2")     # no views
-assert auto_choice(unet, 10**12) == "msps-stale"          # costs per byte differ: MSPS
+assert auto_choice(log, 10**12) == "msps-stale"          # costs per byte differ: MSPS
 assert auto_choice(resnet, resnet.bounds().peak) == "dtr" and AUTO_RATIO == 0.6
 assert auto_choice(resnet, int(0.5 * resnet.bounds().peak)) == "dtr-live"   # tight: dtr-live
 
@@ -325,5 +305,4 @@ assert auto_choice(resnet, int(0.5 * resnet.bounds().peak)) == "dtr-live"   # ti
 #   the same budgets, Checkmate's proven optimum bounds what DTR can pay.
 # * A portfolio picks the cheapest rule set per budget by simulation, at the price of one
 #   run per candidate; the default (`auto`) picks h_DTR, dtr-live or MSPS once, before
-#   its one run, from how much the cost per byte varies and how generous the budget is
-#   (and, on a trace with views, counts by storage as the DTR authors' simulator does).
+#   its one run, from how much the cost per byte varies and how generous the budget is.

@@ -34,8 +34,7 @@ enough bytes with the lowest summed cost. Any per-tensor cost can drive it:
 `auto` (the default, `DTROptions()`) is not one score but a choice of one, made once per
 run from what is known before it (`auto_choice`): where the cost per byte barely varies,
 h_DTR at a generous budget and `dtr-live` at a tight one; elsewhere `msps-stale` (MSPS,
-ties to the stalest), or, on a trace whose views alias storages, MSPS by the DTR authors'
-rules over storages (`AUTO_STORAGES`, simrd.py).
+ties to the stalest).
 A score may return a tuple: compared in order (the next key decides ties).
 
 Register your own with `register_heuristic("mine", score)` or pass the function itself as
@@ -206,7 +205,6 @@ def msps_stale(t: TensorView, now: float) -> tuple[float, float]:
 # `auto`: how the default picks its score, once per run, from what is known before it
 AUTO_CV = 3.0      # cost-per-byte dispersion (std / mean) below which MSPS barely ranks
 AUTO_RATIO = 0.6   # budget / no-eviction peak at or above which h_DTR is used there
-AUTO_STORAGES = "simrd-msps"   # auto's pick on a trace with views: MSPS by simrd's rules
 
 
 def cost_per_byte_cv(program: Any) -> float:
@@ -229,41 +227,19 @@ def auto_choice(program: Any, budget: int, options: Any = None) -> str:
     must rank: h_DTR ("dtr") at a generous budget (>= AUTO_RATIO x the peak of a run that
     never evicts), and below it `dtr-live`, which does not charge the dead evicted
     tensors nothing will recompute (at a tight budget there are many). Elsewhere MSPS
-    with ties to the stalest ("msps-stale"); but on a trace where views alias a base's
-    bytes, MSPS by the DTR authors' rules (AUTO_STORAGES: `simulate` runs simrd.py's
-    runtime), which evict a storage with all its views and charge it all their ops, where
-    ours would see a view as a tensor of its own. With the runtime's extras off
+    with ties to the stalest ("msps-stale"). With the runtime's extras off
     (`dead_first`, `protect` and `relief` all False: the textbook loop of minimal.py)
     it is the textbook's h_DTR."""
     if options is not None and not (options.dead_first or options.protect or options.relief):
         return "dtr"
     if cost_per_byte_cv(program) >= AUTO_CV:
-        return AUTO_STORAGES if has_views(program) else "msps-stale"
+        return "msps-stale"
     peak = program.bounds().peak
     return "dtr" if peak > 0 and budget >= AUTO_RATIO * peak else "dtr-live"
 
 
-def auto_options(program: Any, budget: int, options: Any) -> Any:
-    """The options a run of `options` on `program` at `budget` really uses: where `auto`
-    picks AUTO_STORAGES, MSPS under simrd's rules; else `options` themselves."""
-    if options.heuristic == "auto" and options.rules == "minigraph" and \
-            auto_choice(program, budget, options) == AUTO_STORAGES:
-        return options.replace(heuristic="msps", rules="simrd")
-    return options
-
-
-def has_views(program: Any) -> bool:
-    """Whether some tensor of `program` is a view of another's storage (a trace's ALIAS;
-    a graph's program has no storages)."""
-    storage = getattr(program, "storage", None)
-    return storage is not None and any(s != t for t, s in enumerate(storage))
-
-
 def _auto_pick(program: Any, budget: int, options: Any = None) -> Heuristic:
-    choice = auto_choice(program, budget, options)
-    # simulate() runs AUTO_STORAGES itself (another runtime); a caller of DTRRuntime alone
-    # gets the nearest score of its own rules.
-    base = get_heuristic("msps-stale" if choice == AUTO_STORAGES else choice)
+    base = get_heuristic(auto_choice(program, budget, options))
     return Heuristic(f"auto:{base.name}", base.score, base.window)
 
 
@@ -317,8 +293,8 @@ for _name, _fn in [("dtr", dtr), ("dtr-live", dtr_live), ("dtr-eqclass", dtr_eqc
 register_heuristic("coop", coop_cost, window=True)
 
 # Known by name but not in HEURISTICS (which a sweep runs one by one): the default `auto`
-# (a choice among dtr, dtr-live, msps-stale and, on a trace with views, simrd's msps: not
-# a score of its own) and its MSPS variant.
+# (a choice among dtr, dtr-live and msps-stale, not a score of its own) and its MSPS
+# variant.
 DEFAULT_RULES: dict[str, Heuristic] = {
     "auto": Heuristic("auto", msps_stale, pick=_auto_pick),   # msps-stale until picked
     "msps-stale": Heuristic("msps-stale", msps_stale),

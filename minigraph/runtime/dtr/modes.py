@@ -28,7 +28,6 @@ from ...memory.plan import offset_alignment
 from ...ops.registry import KernelContext
 from ..kernels import run_kernel
 from .bounds import check_budget
-from .heuristics import AUTO_STORAGES, auto_options
 from .options import DTROptionError, DTROptions, dtr_options
 from .program import CostSpec, Program, as_program, resolve_budget
 from .record import DTRTrace
@@ -184,12 +183,8 @@ def simulate(source: Graph | Program, budget: int | None = None, *,
                          schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
     options = dtr_options(options, **keywords)
-    run = auto_options(program, b, options)   # auto on a trace with views: simrd rules
-    if run.rules == "simrd":
-        trace = SimrdRuntime(program, b, run).run()
-        if run is not options:
-            trace.heuristic = f"auto:{AUTO_STORAGES}"
-        return trace
+    if options.rules == "simrd":
+        return SimrdRuntime(program, b, options).run()
     return DTRRuntime(program, b, options=options).run()
 
 

@@ -27,9 +27,8 @@ class DTROptions:
     """How the DTR runtime runs.
 
     `heuristic`: a name of `HEURISTICS`, a `Heuristic` or a function `score(t, now)`;
-    the default `auto` picks h_DTR, dtr-live or MSPS (ties to the stalest; on a trace
-    with views, MSPS by simrd's rules over storages) per run from the program and the
-    budget (heuristics.auto_choice; "dtr" is h_DTR itself);
+    the default `auto` picks h_DTR, dtr-live or MSPS (ties to the stalest) per run from
+    the program and the budget (heuristics.auto_choice; "dtr" is h_DTR itself);
     `heuristic_args` are bound to it (megengine's a, b, c, r; coop's `cost`).
     `allocator`: "first-fit" (addresses, fragmentation) or "ideal" (a counter; simulated
     mode only). `defrag`: when the free bytes would suffice but no block is large enough,

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...errors import BudgetError, ThrashError, TimeLimitError
 from ...graph import Graph
-from .heuristics import AUTO_STORAGES, DTROptionError, auto_options
+from .heuristics import DTROptionError
 from .modes import DTRExecutor
 from .options import OPTION_NAMES, DTROptions
 from .program import CostSpec, Program, as_program, resolve_budget
@@ -139,14 +139,10 @@ def _run(program: Program, budget: int, options: DTROptions, best: DTRTrace | No
     limit = options.thrash_limit
     if best is not None and best.base_cost > 0:
         limit = min(limit, best.extra_cost / best.base_cost * (1 + 1e-9))
-    run = auto_options(program, budget, options)   # as simulate() runs `auto`
-    if run.rules != "minigraph":           # simrd's rules stop on cost only
-        rs = _TimedSimrd(program, budget, run.replace(thrash_limit=limit))
+    if options.rules != "minigraph":       # simrd's rules stop on cost only
+        rs = _TimedSimrd(program, budget, options.replace(thrash_limit=limit))
         rs.stop_at = stop_at
-        trace = rs.run()
-        if run is not options:
-            trace.heuristic = f"auto:{AUTO_STORAGES}"
-        return trace
+        return rs.run()
     rt = _TimedRuntime(program, budget, options=options.replace(thrash_limit=limit))
     # prune by cost only: the replay-count guard stays the candidate's own
     rt._limit_replays = options.thrash_limit * max(program.calls, 1) + 100
