@@ -36,9 +36,10 @@ def _sum_to_infer(attrs, g):
 
 def _sum_to_forward(ctx, attrs, ins, outs):
     g, out = ins[0], outs[0]
-    split = cuda_rows.leading_split(g.shape, out.shape)
-    if on_cupy(ctx.xp) and split and cuda_rows.supported(g, out):
-        return cuda_rows.sum_leading(ctx, g, out, *split)   # on a GPU: coalesced columns
+    if on_cupy(ctx.xp) and cuda_rows.supported(g, out):
+        split = cuda_rows.leading_split(g.shape, out.shape)
+        if split:                                  # on a GPU: coalesced column sums
+            return cuda_rows.column_sums(ctx, g, out, *split)
     lead = g.ndim - out.ndim
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(out.shape)
                                       if s == 1 and g.shape[lead + i] != 1)
@@ -49,9 +50,8 @@ def _sum_to_forward(ctx, attrs, ins, outs):
 def _sum_to_ws_gpu(attrs, ins, outs):
     split = cuda_rows.leading_split(tuple(ins[0].shape), tuple(outs[0].shape))
     if split is None or not cuda_rows.takes(ins[0].dtype):
-        return 0
-    rows, cols = split
-    return cuda_rows.parts_bytes(cuda_rows.column_chunks(rows), cols, 1, itemsize(ins[0]))
+        return 0                                   # CuPy's own sum: no scratch
+    return cuda_rows.parts_bytes(cuda_rows.column_parts(*split, 1), itemsize(ins[0]))
 
 
 defop("sum_to", infer=_sum_to_infer, forward=_sum_to_forward,

@@ -276,9 +276,20 @@ def channel_chunks(per_channel: int) -> int:
     return max(1, min(MAX_CHUNKS, -(-per_channel // PER_CHUNK)))
 
 
-def parts_bytes(chunks: int, columns: int, sums: int, itemsize: int) -> int:
-    """The GPU workspace of a two-stage sum: `sums` arrays of [chunks, columns]."""
-    return sums * chunks * columns * itemsize
+def column_parts(rows: int, cols: int, sums: int) -> tuple[int, int, int]:
+    """The shape of a column sum's `parts` over [rows, cols]: `sums` x chunks x cols."""
+    return (sums, column_chunks(rows), cols)
+
+
+def channel_parts(shape: tuple, sums: int) -> tuple[int, int, int]:
+    """The shape of a channel sum's `parts` over a [N, C, ...] tensor: `sums` x chunks x C."""
+    c = shape[1]
+    return (sums, channel_chunks(int(np.prod(shape, dtype=np.int64)) // c), c)
+
+
+def parts_bytes(shape: tuple[int, int, int], itemsize: int) -> int:
+    """The GPU workspace of a two-stage sum: its `parts` array, of this shape."""
+    return int(np.prod(shape, dtype=np.int64)) * itemsize
 
 
 # --- softmax (twins: nn.py's `_softmax_fw`, `_softmax_grad_fw`) --------------------------------
@@ -366,17 +377,14 @@ def leading_split(g_shape: tuple, out_shape: tuple) -> tuple[int, int] | None:
     return (rows, cols) if rows > 1 and cols > 0 else None
 
 
-def sum_leading(ctx: Any, g: Any, out: Any, rows: int, cols: int) -> None:
-    """out = the column sums of g read as [rows, cols] (twin: `_sum_to_forward`)."""
-    column_sums(ctx, g, out, rows, cols)
-
-
 def column_sums(ctx: Any, a: Any, out: Any, rows: int, cols: int, x: Any = None,
                 mean: Any = None, rstd: Any = None, second: Any = None) -> None:
-    """out = column sums of a [rows, cols]; with x, also second = the column sums of
-    a * (x - mean[r]) * rstd[r] (layer norm's dgamma). Two stages, no atomics."""
-    P, two = column_chunks(rows), x is not None
-    parts = ctx.scratch((1 + two, P, cols), a.dtype)
+    """out = column sums of a [rows, cols] (`sum_to` over leading axes; twin:
+    `_sum_to_forward`); with x, also second = the column sums of a * (x - mean[r]) *
+    rstd[r] (layer norm's dgamma). Two stages, no atomics."""
+    two = x is not None
+    parts = ctx.scratch(column_parts(rows, cols, 1 + two), a.dtype)
+    P = parts.shape[1]
     chunk = np.int64(-(-rows // P))
     if not two:                       # the kernel reads x, mean, rstd only when two
         x = mean = rstd = a
@@ -414,17 +422,12 @@ def _channel_parts(mode: int, a: Any, x: Any, mean: Any, rstd: Any, parts: Any) 
     return P
 
 
-def _parts(ctx: Any, x: Any, sums: int) -> Any:
-    n, c, i = _nci(x)
-    return ctx.scratch((sums, channel_chunks(n * i), c), x.dtype)
-
-
 def batch_norm(ctx: Any, x: Any, gamma: Any, beta: Any, y: Any, mean: Any, rstd: Any,
                eps: float) -> None:
     """Training-mode batch norm: the channel mean, then the mean squared deviation (two
     passes, as the twin), then y (twin: `_bn_fw`)."""
     n, c, i = _nci(x)
-    parts = _parts(ctx, x, 1)
+    parts = ctx.scratch(channel_parts(x.shape, 1), x.dtype)
     P = _channel_parts(0, x, None, None, None, parts)
     _add_parts(parts[0], mean, P, c, div=n * i)
     _channel_parts(1, x, None, mean, None, parts)
@@ -437,7 +440,7 @@ def batch_norm_grad(ctx: Any, dy: Any, x: Any, gamma: Any, mean: Any, rstd: Any,
                     dgamma: Any, dbeta: Any) -> None:
     """dx, dgamma, dbeta of training-mode batch norm (twin: `_bn_grad_fw`)."""
     n, c, i = _nci(x)
-    parts = _parts(ctx, x, 2)
+    parts = ctx.scratch(channel_parts(x.shape, 2), x.dtype)
     P = _channel_parts(2, dy, x, mean, rstd, parts)
     _add_parts(parts[0], dbeta, P, c)
     _add_parts(parts[1], dgamma, P, c)

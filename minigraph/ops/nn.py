@@ -25,7 +25,7 @@ from ..tensor import _auto_name
 from . import cuda_rows
 from .cuda import on_cupy
 from .elementwise import neg
-from .registry import apply, apply1, defop, itemsize, numel, shape_error
+from .registry import apply, apply1, defop, itemsize, no_workspace, numel, shape_error
 
 
 def _float_only(op: str, *ts: Tensor) -> None:
@@ -418,12 +418,16 @@ def _norm_grad(grad_op: str):
 _ln_grad = _norm_grad("layer_norm_grad")
 
 
+def _ln_grad_ws(attrs, ins, outs):
+    return (numel(ins[0]) + 2 * numel(ins[3])) * itemsize(ins[0])
+
+
 def _ln_grad_ws_gpu(attrs, ins, outs):
     x = ins[1]
     if not cuda_rows.takes(x.dtype):
-        return (numel(x) + 2 * numel(ins[3])) * itemsize(x)
+        return _ln_grad_ws(attrs, ins, outs)
     d = x.shape[-1]
-    return cuda_rows.parts_bytes(cuda_rows.column_chunks(numel(x) // d), d, 2, itemsize(x))
+    return cuda_rows.parts_bytes(cuda_rows.column_parts(numel(x) // d, d, 2), itemsize(x))
 
 
 def _ln_grad_infer(attrs, dy, x, gamma, mean, rstd):
@@ -434,8 +438,7 @@ defop("layer_norm", infer=_ln_infer, forward=_ln_fw, grad=_ln_grad,
       flops=lambda a, ins, outs: 8 * numel(ins[0]))
 defop("layer_norm_grad", infer=_ln_grad_infer, forward=_ln_grad_fw, inplace=((0, 1),),
       differentiable=(), flops=lambda a, ins, outs: 12 * numel(ins[0]),
-      workspace=lambda a, ins, outs: (numel(ins[0]) + 2 * numel(ins[3])) * itemsize(ins[0]),
-      workspace_gpu=_ln_grad_ws_gpu)
+      workspace=_ln_grad_ws, workspace_gpu=_ln_grad_ws_gpu)
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:
@@ -504,25 +507,28 @@ def _bn_grad_fw(ctx, attrs, ins, outs):
 _bn_grad = _norm_grad("batch_norm_grad")
 
 
-def _bn_ws_gpu(sums: int, default):
-    """The GPU workspace of batch norm (`sums` two-stage channel sums), or the CPU's."""
+def _bn_grad_ws(attrs, ins, outs):
+    return ins[1].shape[1] * itemsize(ins[1])
+
+
+def _bn_ws_gpu(sums: int, plain):
+    """The GPU workspace of batch norm: the parts of its `sums` two-stage channel sums
+    (`plain`, the NumPy form's, where the kernels take no such dtype)."""
     def rule(attrs, ins, outs):
         x = ins[0] if sums == 1 else ins[1]
         if not cuda_rows.takes(x.dtype):
-            return default(attrs, ins, outs)
-        c = x.shape[1]
-        chunks = cuda_rows.channel_chunks(numel(x) // c)
-        return cuda_rows.parts_bytes(chunks, c, sums, itemsize(x))
+            return plain(attrs, ins, outs)
+        return cuda_rows.parts_bytes(cuda_rows.channel_parts(tuple(x.shape), sums),
+                                     itemsize(x))
     return rule
 
 
 defop("batch_norm", infer=_bn_infer, forward=_bn_fw, grad=_bn_grad,
       flops=lambda a, ins, outs: 8 * numel(ins[0]),
-      workspace_gpu=_bn_ws_gpu(1, lambda a, ins, outs: 0))
+      workspace_gpu=_bn_ws_gpu(1, no_workspace))
 defop("batch_norm_grad", infer=_ln_grad_infer, forward=_bn_grad_fw, differentiable=(),
       flops=lambda a, ins, outs: 12 * numel(ins[0]),
-      workspace=lambda a, ins, outs: ins[1].shape[1] * itemsize(ins[1]),
-      workspace_gpu=_bn_ws_gpu(2, lambda a, ins, outs: ins[1].shape[1] * itemsize(ins[1])))
+      workspace=_bn_grad_ws, workspace_gpu=_bn_ws_gpu(2, _bn_grad_ws))
 
 
 def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float = 1e-5) -> Tensor:

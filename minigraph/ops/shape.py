@@ -47,9 +47,10 @@ def _reduce_fw(fn):
     def forward(ctx, attrs, ins, outs):
         x, o = ins[0], outs[0]
         axes = tuple(attrs["axes"])
-        split = cuda_rows.trailing_split(x.shape, axes)
-        if on_cupy(ctx.xp) and split and cuda_rows.supported(x, o):
-            return cuda_rows.row_sums(x, o, *split, mean=fn == "mean")   # a row per warp
+        if on_cupy(ctx.xp) and cuda_rows.supported(x, o):
+            split = cuda_rows.trailing_split(x.shape, axes)
+            if split:                                  # on a GPU: a row per warp
+                return cuda_rows.row_sums(x, o, *split, mean=fn == "mean")
         getattr(ctx.xp, fn)(x, axis=axes, out=o.reshape(_reduced_shape(x.shape, axes, False)))
     return forward
 
