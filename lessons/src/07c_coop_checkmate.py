@@ -268,7 +268,9 @@ for ratio in (0.8, 0.6):
 # often this one run is at or below the best of simrd's four heuristics, and at what
 # cost against h_DTR's, `python benchmarks/dtr_heuristics.py` prints over its 104 cells
 # (`benchmarks/RESULTS.md`): more often than h_DTR alone, less often than the
-# portfolio, which never is above.
+# portfolio, which never is above. It also prints the ceiling of any rule of this kind:
+# a perfect pick per cell among the three scores above, made with hindsight, still
+# misses the cells that only the DTR authors' own rules reach.
 # `"dtr"` still names h_DTR itself, and with the runtime's extras off (the textbook
 # loop) `auto` is h_DTR.
 
