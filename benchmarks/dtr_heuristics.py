@@ -98,9 +98,7 @@ class PresetTrace:
 
 def timed(*args, **kw) -> tuple[float | str, float]:
     """(overhead or why not, CPU seconds) of one `replay_trace` run."""
-    t0 = time.process_time()
-    x, _ = ours(replay_trace, *args, **kw)
-    return x, time.process_time() - t0
+    return timed_call(lambda: ours(replay_trace, *args, **kw)[0])
 
 
 def ours(run, *args, **kw) -> tuple[float | str, str]:
@@ -118,9 +116,13 @@ def ours(run, *args, **kw) -> tuple[float | str, str]:
 
 
 def fmt(x: float | str, best: float) -> str:
-    if isinstance(x, str):
-        return x + (" *" if best < math.inf else "")
-    return f"{x:.3f}" + (" *" if x > best + 1e-9 else "")
+    return (x if isinstance(x, str) else f"{x:.3f}") + (" *" if above_best(x, best) else "")
+
+
+def above_best(x: float | str, best: float) -> bool:
+    """A cell of ours above the best of simrd's four: it failed where one of them finished
+    (`best` finite), or it finished above that best."""
+    return best < math.inf and (isinstance(x, str) or x > best + 1e-9)
 
 
 def traces(quick: bool) -> list[tuple[str, str]]:
@@ -184,12 +186,12 @@ def main() -> int:
             seconds["dtr"] += sec_dtr
             seconds["auto"] += sec_auto
             # the ceiling of auto's kind of rule: the best of the scores it picks from
-            mine = [dtr] + [timed(program, ratio=r, heuristic=h, **limit)[0]
-                            for h in PICKABLE[1:]]
-            if best < math.inf and not any(reaches(x, best) for x in mine):
-                won = [(h, sec / sec_dtr) for h, x, sec in zip(SIMRD, theirs, their_sec)
-                       if reaches(x, best)]
-                only_theirs.append((label, r, won))
+            mine = [dtr if h == "dtr" else timed(program, ratio=r, heuristic=h, **limit)[0]
+                    for h in PICKABLE]
+            if all(above_best(x, best) for x in mine):
+                winners = [(h, sec / sec_dtr) for h, x, sec in zip(SIMRD, theirs, their_sec)
+                           if not above_best(x, best)]
+                only_theirs.append((label, r, winners))
             try:
                 pick = auto_choice(program, trace_arena(program, ratio=r),
                                    DTROptions()).replace("msps-stale", "msps, stalest")
@@ -197,8 +199,7 @@ def main() -> int:
                 pick = ""
             port, won = ours(replay_best, program, ratio=r, **limit)
             for name, x in (("dtr", dtr), ("auto", auto), ("portfolio", port)):
-                above[name] += isinstance(x, str) and best < math.inf or \
-                    not isinstance(x, str) and x > best + 1e-9
+                above[name] += above_best(x, best)
             for name, x in (("dtr", dtr), ("auto", auto)):
                 fails[name] += isinstance(x, str) and best < math.inf
             cells += 1
@@ -242,13 +243,8 @@ def print_ceiling(cells: int, only_theirs: list[tuple[str, float, list[tuple[str
         print(f"- {label} at {r:.1f}: " + ", ".join(f"simrd {h} {x:.1f}x" for h, x in won))
 
 
-def reaches(x: float | str, best: float) -> bool:
-    """A finished run whose overhead is at or below `best`."""
-    return not isinstance(x, str) and x <= best + 1e-9
-
-
 def timed_call(run, *args) -> tuple[float | str, float]:
-    """(run(*args), the CPU seconds it took)."""
+    """(run(*args), the CPU seconds it took): the one timer of every run here."""
     t0 = time.process_time()
     x = run(*args)
     return x, time.process_time() - t0
