@@ -44,10 +44,17 @@ __device__ __forceinline__ T warp_max(T v) {
   return v;
 }
 
+/* A row per warp: the row this thread's warp reads, and the thread's lane in that warp. */
+__device__ __forceinline__ long long warp_row() {
+  return (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
+}
+
+__device__ __forceinline__ int warp_lane() { return threadIdx.x % 32; }
+
 /* y = softmax(x) over rows of L contiguous elements; y may be x (three passes per row). */
 extern "C" __global__ void mg_softmax(const T* x, T* y, long long rows, int L) {
-  long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
-  int lane = threadIdx.x % 32;
+  long long row = warp_row();
+  int lane = warp_lane();
   if (row >= rows) return;                       /* a whole warp leaves together */
   const T* xr = x + row * L;
   T* yr = y + row * L;
@@ -64,8 +71,8 @@ extern "C" __global__ void mg_softmax(const T* x, T* y, long long rows, int L) {
    last axes. */
 extern "C" __global__ void mg_row_sums(const T* x, T* out, long long rows, long long L,
                                        T div) {
-  long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
-  int lane = threadIdx.x % 32;
+  long long row = warp_row();
+  int lane = warp_lane();
   if (row >= rows) return;
   const T* xr = x + row * L;
   T s = 0;
@@ -77,8 +84,8 @@ extern "C" __global__ void mg_row_sums(const T* x, T* out, long long rows, long 
 /* dx = y * (dy - sum(dy * y)) over rows of L elements. */
 extern "C" __global__ void mg_softmax_grad(const T* dy, const T* y, T* dx, long long rows,
                                            int L) {
-  long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
-  int lane = threadIdx.x % 32;
+  long long row = warp_row();
+  int lane = warp_lane();
   if (row >= rows) return;
   const T* dyr = dy + row * L;
   const T* yr = y + row * L;
@@ -93,8 +100,8 @@ extern "C" __global__ void mg_softmax_grad(const T* dy, const T* y, T* dx, long 
    squared deviations, as the NumPy twin), one to write y. */
 extern "C" __global__ void mg_layer_norm(const T* x, const T* gamma, const T* beta, T* y,
                                          T* mean, T* rstd, long long rows, int D, T eps) {
-  long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
-  int lane = threadIdx.x % 32;
+  long long row = warp_row();
+  int lane = warp_lane();
   if (row >= rows) return;
   const T* xr = x + row * D;
   T* yr = y + row * D;
@@ -114,8 +121,8 @@ extern "C" __global__ void mg_layer_norm(const T* x, const T* gamma, const T* be
 extern "C" __global__ void mg_layer_norm_grad_x(const T* dy, const T* x, const T* gamma,
                                                 const T* mean, const T* rstd, T* dx,
                                                 long long rows, int D) {
-  long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
-  int lane = threadIdx.x % 32;
+  long long row = warp_row();
+  int lane = warp_lane();
   if (row >= rows) return;
   const T* dyr = dy + row * D;
   const T* xr = x + row * D;
