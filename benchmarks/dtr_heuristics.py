@@ -1,4 +1,4 @@
-"""Our default DTR and the portfolio against the best of the DTR authors' four heuristics.
+"""DTR's default chosen out of sample, and ours against the best of the DTR authors' four.
 
     git clone https://github.com/uwsampl/dtr-prototype /tmp/dtr-prototype
     pip install attrs
@@ -13,9 +13,10 @@ replayed:
   DTR, DTREqClass, LRU and MSPS, budget = ratio x the peak of its unbudgeted run
   (constants included), overhead limit 2.0;
 * in minigraph by `replay_trace` at its default budget definition (the authors': the
-  same bytes), with h_DTR (`dtr`, the default before issue 38), with the default options
-  (`auto`: h_DTR, dtr-live or MSPS with ties to the stalest, picked once per run,
-  `heuristics.auto_choice`) and with the portfolio (`portfolio.replay_best`: the
+  same bytes), with h_DTR (`dtr`: the default, again since issue 46), with `auto` (h_DTR,
+  dtr-live or MSPS with ties to the stalest, picked once per run from two fitted
+  thresholds, `heuristics.auto_choice`: the default from issue 38 to 46) and with the
+  portfolio (`portfolio.replay_best`: the
   cheapest of `portfolio.CANDIDATES`, among them simrd's four as simrd runs them,
   `SimrdOptions`), all stopped at the same 2.0.
 
@@ -23,13 +24,20 @@ Every cell is total compute / base compute (simrd: clock - 1, its clock starts a
 `thrash`: stopped at 2.0; `OOM`: simrd found nothing left to evict; `below`: under our
 smallest feasible budget. `*` marks a cell of ours above the best of simrd's four.
 
-The target (issue 38, point 3): the default, in one run costing at most 1.5x one run of
-h_DTR, is at or below the best of simrd's four in at least 95% of the cells and never
-fails where one of them finishes. The cost of a run is the CPU time of its simulation
+Issue 38's target (point 3), kept as auto's record: auto, in one run costing at most
+1.5x one run of h_DTR, is at or below the best of simrd's four in at least 95% of the cells
+and never fails where one of them finishes. The cost of a run is the CPU time of its simulation
 (`replay_trace` on the parsed trace, `time.process_time`), summed over the cells.
-The last lines give the ceiling of any rule of auto's kind (one of its scores, picked
-before the run): the cells that a perfect pick per cell among them would reach, and what
-one run of simrd's own rules costs on the cells only those reach.
+Then the ceiling of any rule of auto's kind (one of its scores, picked before the run):
+the cells that a perfect pick per cell among them would reach, and what one run of simrd's
+own rules costs on the cells only those reach.
+
+Last, the default chosen out of sample (issue 46, `minigraph.dtr_research.holdout`): over
+every trace here, the rest of the zoo (written with `write_trace`) and the PyTorch zoo's
+models imported with `from_torch` (when PyTorch is installed), each trace is held out in
+turn, auto's two thresholds are fitted on all the others and scored on it, cell by cell
+against h_DTR. The target: never more than 1% worse than h_DTR on a held-out cell, never
+failing where h_DTR finishes; where the fitted rule misses it, h_DTR stays the default.
 
 simrd is not part of this repository. Without it (`--simrd`, `$SIMRD_PATH`) simrd's four
 are replayed by their presets, `SimrdOptions(h)`, which `dtr_reference.py` checks
@@ -40,6 +48,7 @@ instead says how to get simrd and exits with 2.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import os
 import sys
@@ -53,6 +62,14 @@ sys.path.insert(0, str(HERE))
 from dtr import FULL, QUICK  # noqa: E402
 from dtr_reference import OVERHEAD_LIMIT, PAIRS, load_simrd, simrd_baseline, simrd_cell  # noqa: E402
 
+from minigraph.dtr_research.holdout import (  # noqa: E402
+    NO_DEAD_FIRST,
+    SCORES,
+    against_dtr,
+    auto_rule,
+    leave_one_out,
+    measure,
+)
 from minigraph.dtr_research.portfolio import CANDIDATES, replay_best, trace_arena  # noqa: E402
 from minigraph.dtr_research.replay import replay_trace  # noqa: E402
 from minigraph.dtr_research.simrd import SimrdOptions  # noqa: E402
@@ -60,15 +77,16 @@ from minigraph.dtr_research.simrd_log import parse_trace  # noqa: E402
 from minigraph.dtr_research.simrd_write import write_trace  # noqa: E402
 from minigraph.dtr_research.tracegen import GENERATED, generated_trace  # noqa: E402
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
-from minigraph.models import get_model  # noqa: E402
+from minigraph.fromtorch.zoo import TORCH_MODELS, imported  # noqa: E402
+from minigraph.models import MODELS, get_model  # noqa: E402
 from minigraph.runtime.dtr import DTROptions  # noqa: E402
-from minigraph.runtime.dtr.heuristics import auto_choice  # noqa: E402
+from minigraph.runtime.dtr.heuristics import AUTO_CV, AUTO_RATIO, auto_choice  # noqa: E402
 
 RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)
 PRESET = dict(PAIRS)          # simrd's heuristic -> the name of its preset here
 SIMRD = tuple(PRESET)         # DTR, DTREqClass, LRU, MSPS
 TARGET_SHARE, TARGET_COST = 0.95, 1.5     # issue 38, point 3
-PICKABLE = ("dtr", "dtr-live", "msps-stale")  # the scores auto picks from (auto_choice)
+PICKABLE = SCORES            # the scores auto picks from (auto_choice)
 
 
 class SimrdTrace:
@@ -139,6 +157,22 @@ def traces(quick: bool) -> list[tuple[str, str]]:
     return out
 
 
+def more_traces(quick: bool) -> list[tuple[str, str]]:
+    """The traces held out beside `traces`: the zoo's other models at their default sizes,
+    and (full run, PyTorch installed) the PyTorch zoo's models imported by `from_torch`."""
+    shown = {name for _, name, _ in FULL}
+    out = [(f"zoo {name}", "\n".join(write_trace(get_model(name).graph)) + "\n")
+           for name in MODELS if name not in shown and not (quick and name == "resnet50")]
+    if quick:
+        return out
+    if importlib.util.find_spec("torch") is None:
+        print("PyTorch is not installed: the imported models are not held out")
+        return out
+    for name in TORCH_MODELS:
+        out.append((f"torch {name}", "\n".join(write_trace(imported(name).graph)) + "\n"))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--simrd", default=os.environ.get("SIMRD_PATH"),
@@ -163,17 +197,20 @@ def main() -> int:
     seconds = {"dtr": 0.0, "auto": 0.0}
     cells = 0
     only_theirs: list[tuple[str, float, list[tuple[str, float]]]] = []
+    held_cells = []
     t0 = time.process_time()
     print("* = above the best of simrd's four; portfolio candidates: "
           f"{', '.join(label for label, _ in CANDIDATES)}")
     for label, text in traces(args.quick):
         program = parse_trace(text, 1, name=label)
+        measured = {c.ratio: c for c in measure(program, ratios, **limit)}
+        held_cells += measured.values()
         sim = SimrdTrace(simrd, text) if simrd is not None else PresetTrace(program)
         print(f"\n### {label}\n")
         print(f"simrd baseline peak {sim.peak:,} B (constants included), base compute "
               f"{sim.base:,.0f}\n")
         head = ["ratio", "simrd budget (B)", "ours (B)", *(f"simrd {h}" for h in SIMRD),
-                "best simrd", "ours dtr", "ours auto (default)", "auto's pick", "portfolio",
+                "best simrd", "ours dtr (default)", "ours auto", "auto's pick", "portfolio",
                 "portfolio's choice"]
         print("| " + " | ".join(head) + " |")
         print("|" + "---:|" * len(head))
@@ -185,19 +222,19 @@ def main() -> int:
             except BudgetError:
                 arena = "below"
             dtr, sec_dtr = timed(program, ratio=r, heuristic="dtr", **limit)
-            auto, sec_auto = timed(program, ratio=r, **limit)
+            auto, sec_auto = timed(program, ratio=r, heuristic="auto", **limit)
             seconds["dtr"] += sec_dtr
             seconds["auto"] += sec_auto
             # the ceiling of auto's kind of rule: the best of the scores it picks from
-            mine = [dtr if h == "dtr" else timed(program, ratio=r, heuristic=h, **limit)[0]
-                    for h in PICKABLE]
+            mine = [measured[r].overhead[h] if r in measured else "below" for h in PICKABLE]
             if all(above_best(x, best) for x in mine):
                 winners = [(h, sec / sec_dtr) for h, x, sec in zip(SIMRD, theirs, their_sec)
                            if not above_best(x, best)]
                 only_theirs.append((label, r, winners))
             try:
                 pick = auto_choice(program, trace_arena(program, ratio=r),
-                                   DTROptions()).replace("msps-stale", "msps, stalest")
+                                   DTROptions(heuristic="auto")
+                                   ).replace("msps-stale", "msps, stalest")
             except BudgetError:
                 pick = ""
             port, won = ours(replay_best, program, ratio=r, **limit)
@@ -210,15 +247,16 @@ def main() -> int:
                    fmt(best, math.inf) if best < math.inf else "-",
                    fmt(dtr, best), fmt(auto, best), pick, fmt(port, best), won]
             print("| " + " | ".join(row) + " |", flush=True)
-    print(f"\ncells above the best of simrd's four: ours dtr {above['dtr']} of {cells}, "
-          f"ours auto (the default) {above['auto']} of {cells}, portfolio "
+    print(f"\ncells above the best of simrd's four: ours dtr (the default) {above['dtr']} of "
+          f"{cells}, ours auto {above['auto']} of {cells}, portfolio "
           f"{above['portfolio']} of {cells} ({time.process_time() - t0:.0f} s CPU)")
     at_or_below = cells - above["auto"]
     share = at_or_below / cells if cells else 1.0
     cost = seconds["auto"] / seconds["dtr"] if seconds["dtr"] else 1.0
     ok = share >= TARGET_SHARE and fails["auto"] == 0 and cost <= TARGET_COST
-    print(f"\ntarget (issue 38, point 3): the default at or below the best of simrd's four in "
-          f">= {TARGET_SHARE:.0%} of the cells: {at_or_below} of {cells} ({share:.1%}) "
+    print(f"\nauto's record, issue 38's target (point 3): auto at or below the best of "
+          f"simrd's four in >= {TARGET_SHARE:.0%} of the cells: {at_or_below} of {cells} "
+          f"({share:.1%}) "
           f"{'PASS' if share >= TARGET_SHARE else 'FAIL'}; failed (thrash or below) where one "
           f"of the four finished: {fails['auto']} cells (h_DTR: {fails['dtr']}) "
           f"{'PASS' if fails['auto'] == 0 else 'FAIL'}; cost of one run (CPU seconds of the "
@@ -226,7 +264,46 @@ def main() -> int:
           f"{seconds['dtr']:.1f} s = {cost:.2f}x (at most {TARGET_COST}x) "
           f"{'PASS' if cost <= TARGET_COST else 'FAIL'}; overall {'PASS' if ok else 'FAIL'}")
     print_ceiling(cells, only_theirs)
+    for label, text in more_traces(args.quick):
+        held_cells += measure(parse_trace(text, 1, name=label), ratios, **limit)
+    print_holdout(held_cells)
     return 0
+
+
+def print_holdout(cells: list) -> None:
+    """The leave-one-trace-out table (issue 46) and the held-out target's pass/fail."""
+    folds = leave_one_out(cells)
+    print(f"\n### DTR's default, chosen out of sample (leave one trace out)\n\n"
+          f"{len({c.trace for c in cells})} traces, {len(cells)} cells (trace x budget); "
+          "each trace held out in turn, auto's thresholds fitted on all the others (the "
+          "lowest summed log overhead), then scored on it against h_DTR:\n")
+    head = ["held-out trace", "cells", "fitted: cv at", "fitted: share at",
+            "worse than h_DTR (>1%)", "failed where h_DTR finished", "better (>1%)",
+            "worst / h_DTR"]
+    print("| " + " | ".join(head) + " |")
+    print("|---|" + "---:|" * (len(head) - 1))
+    for f in folds:
+        r = against_dtr(f.picked)
+        print(f"| {f.trace} | {r.cells} | {f.cv_at:.3g} | {f.share_at:.3g} | {r.worse} | "
+              f"{r.failed} | {r.better} | {r.worst:.3f} |")
+    held = against_dtr([pc for f in folds for pc in f.picked])
+    print(f"\nheld out, auto's kind of rule: worse than h_DTR in {held.worse} of {held.cells} "
+          f"cells (up to {held.worst:.3f}x), failed where h_DTR finished in {held.failed}, "
+          f"better in {held.better}: target (never more than 1% worse, never failing where "
+          f"h_DTR finishes) {'PASS' if held.passes else 'FAIL'}")
+    rules = [(f"auto as shipped (cv {AUTO_CV:g}, share {AUTO_RATIO:g}; fitted on the first "
+              "13 traces, so in sample there)", auto_rule(AUTO_CV, AUTO_RATIO)),
+             *((h, lambda c, h=h: h) for h in PICKABLE[1:])]
+    for name, pick in rules:
+        r = against_dtr([(c, pick(c)) for c in cells])
+        print(f"- {name}: worse in {r.worse}, failed in {r.failed}, better in {r.better} "
+              f"of {r.cells} cells: {'PASS' if r.passes else 'FAIL'}")
+    off = against_dtr([(c, NO_DEAD_FIRST) for c in cells])
+    print(f"- h_DTR without dead-first (dead_first=False) against h_DTR with it: worse in "
+          f"{off.worse}, failed in {off.failed}, better in {off.better} of {off.cells} cells")
+    default = "auto" if held.passes else "dtr"
+    print(f"\nthe default (DTROptions().heuristic): {DTROptions().heuristic!r}, as chosen "
+          f"here: {default!r} {'PASS' if DTROptions().heuristic == default else 'FAIL'}")
 
 
 def print_ceiling(cells: int, only_theirs: list[tuple[str, float, list[tuple[str, float]]]]

@@ -10,10 +10,16 @@ including the simrd-compatible configurations of the DTR authors' four heuristic
 those reproduce simrd.
 
 Its time is the SUM of the candidates' simulations (at most len(candidates) runs; a
-candidate is stopped as soon as it costs more than the best so far), and `time_limit`
-(`PORTFOLIO_SECONDS` by default) covers the whole call: a candidate still running at the
-deadline is stopped, the ones after it are not started (`cut` lists them), and the best
-finished one is kept (TimeLimitError when none finished). A real run
+candidate is stopped as soon as it costs more than the best so far). Two limits bound it:
+`runs`, a work budget (at most that many candidate runs, in order: the same answer on any
+machine at any load; tests and committed numbers use it, with `time_limit=None`), and
+`time_limit` (`PORTFOLIO_SECONDS` by default, for users), which covers the whole call: a
+candidate still running at the deadline is stopped, the ones after it are not started
+(`cut` lists them), and the best finished one is kept (TimeLimitError when none
+finished); the choice's `note` says when the clock cut the work short. Time is read
+through one function, `clock` (`time.perf_counter` unless a caller injects another).
+Below the smallest budget any run fits in (`Bounds.lower`) the call refuses at once
+(BudgetError), before any candidate runs. A real run
 (`PortfolioExecutor`) pays that once, in simulation, then runs only the chosen option set
 with real kernels.
 
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +40,7 @@ import numpy as np
 
 from ..errors import BudgetError, ThrashError, TimeLimitError
 from ..graph import Graph
+from ..runtime.dtr.bounds import check_budget
 from ..runtime.dtr.heuristics import DTROptionError
 from ..runtime.dtr.modes import DTRExecutor
 from ..runtime.dtr.options import OPTION_NAMES, DTROptions
@@ -44,15 +51,17 @@ from .simrd import SimrdOptions, SimrdRuntime
 from .simrd_log import parse_trace
 
 Candidate = tuple[str, DTROptions | SimrdOptions]
+Clock = Callable[[], float]
 
 #: The default time limit of one portfolio call, in seconds (its candidates together).
 PORTFOLIO_SECONDS = 60.0
 
 
-# The default (`auto`), our three best rules (any program), then simrd's four as simrd runs
-# them (`SimrdOptions`: traces only, left out on a graph's program).
+# `auto` (the default from issue 38 to 46), our three best rules (h_DTR, the default, among
+# them; any program), then simrd's four as simrd runs them (`SimrdOptions`: traces only,
+# left out on a graph's program).
 CANDIDATES: tuple[Candidate, ...] = (
-    ("auto", DTROptions()),
+    ("auto", DTROptions(heuristic="auto")),
     ("dtr", DTROptions(heuristic="dtr")),
     ("dtr-live", DTROptions(heuristic="dtr-live")),
     ("msps", DTROptions(heuristic="msps")),
@@ -66,18 +75,34 @@ CANDIDATES: tuple[Candidate, ...] = (
 @dataclass
 class PortfolioChoice:
     """The cheapest candidate: its `label`, `options` and `trace`; `tried` lists every
-    candidate's (label, overhead), `math.inf` where it thrashed, did not fit, was
+    candidate run's (label, overhead), `math.inf` where it thrashed, did not fit, was
     stopped once it cost more than the best so far (`prune`) or by the time limit
-    (those are also in `cut`)."""
+    (those are also in `cut`); `skipped`: the candidates the work budget (`runs`) left
+    out; `time_limit`: the limit the call had (None: none)."""
     label: str
     options: DTROptions | SimrdOptions
     trace: DTRTrace
     tried: list[tuple[str, float]] = field(default_factory=list)
     cut: list[str] = field(default_factory=list)     # stopped or skipped at the deadline
+    skipped: list[str] = field(default_factory=list)     # beyond the work budget
+    time_limit: float | None = None
 
     @property
     def overhead(self) -> float:
         return self.trace.overhead
+
+    @property
+    def note(self) -> str:
+        """What limited the choice: nothing, the work budget, or the wall clock."""
+        ran = len(self.tried) - sum(1 for label, _ in self.tried if label in self.cut)
+        if self.cut:
+            return (f"the time limit of {self.time_limit:g} s cut the work short: "
+                    f"{ran} of {ran + len(self.cut) + len(self.skipped)} candidates ran "
+                    f"(stopped or not started: {', '.join(self.cut)})")
+        if self.skipped:
+            return (f"the work budget ran {ran} of {ran + len(self.skipped)} candidates "
+                    f"(not run: {', '.join(self.skipped)})")
+        return f"every candidate ran ({ran})"
 
 
 def _candidates(candidates: Iterable[Candidate] | None, keywords: Mapping[str, Any],
@@ -104,33 +129,37 @@ class _Stop(Exception):
 
 
 class _TimedRuntime(DTRRuntime):
-    """`DTRRuntime` that checks the deadline `stop_at` before every op it executes."""
+    """`DTRRuntime` that checks the deadline `stop_at` (read on `wall`, the portfolio's
+    clock) before every op it executes."""
     stop_at = math.inf
+    wall: Clock = staticmethod(time.perf_counter)
 
     def _execute(self, k: int, replay: bool, wanted: int | None) -> None:
-        if time.perf_counter() > self.stop_at:
+        if self.wall() > self.stop_at:
             raise _Stop
         super()._execute(k, replay, wanted)
 
 
 class _TimedSimrd(SimrdRuntime):
-    """`SimrdRuntime` that checks the deadline `stop_at` before every op and eviction."""
+    """`SimrdRuntime` that checks the deadline `stop_at` (read on `wall`, the portfolio's
+    clock; simrd's own `clock` is its cost counter) before every op and eviction."""
     stop_at = math.inf
+    wall: Clock = staticmethod(time.perf_counter)
 
     def _compute(self, t: int, k: int, remat: bool) -> None:
-        if time.perf_counter() > self.stop_at:
+        if self.wall() > self.stop_at:
             raise _Stop
         super()._compute(t, k, remat)
 
     def _choose(self) -> int:
-        if time.perf_counter() > self.stop_at:
+        if self.wall() > self.stop_at:
             raise _Stop
         return super()._choose()
 
 
 def _run(program: Program, budget: int, options: DTROptions | SimrdOptions,
-         best: DTRTrace | None,
-         stop_at: float = math.inf) -> DTRTrace | None:
+         best: DTRTrace | None, stop_at: float = math.inf,
+         clock: Clock = time.perf_counter) -> DTRTrace | None:
     """One candidate's run (what `replay.run_replay` runs), stopped at `stop_at` (`_Stop`); with
     `best` (the cheapest so far), stopped as soon as its rematerialisation costs more
     than best's (it can no longer win), None when best has no rematerialisation at all
@@ -142,41 +171,49 @@ def _run(program: Program, budget: int, options: DTROptions | SimrdOptions,
         limit = min(limit, best.extra_cost / best.base_cost * (1 + 1e-9))
     if isinstance(options, SimrdOptions):       # simrd's rules stop on cost only
         rs = _TimedSimrd(program, budget, options.replace(thrash_limit=limit))
-        rs.stop_at = stop_at
+        rs.stop_at, rs.wall = stop_at, clock
         return rs.run()
     rt = _TimedRuntime(program, budget, options=options.replace(thrash_limit=limit))
     # prune by cost only: the replay-count guard stays the candidate's own
     rt._limit_replays = options.thrash_limit * max(program.calls, 1) + 100
-    rt.stop_at = stop_at
+    rt.stop_at, rt.wall = stop_at, clock
     return rt.run()
 
 
 def choose(program: Program, budget: int, candidates: Iterable[Candidate] | None = None, *,
            prune: bool = True, time_limit: float | None = PORTFOLIO_SECONDS,
+           runs: int | None = None, clock: Clock = time.perf_counter,
            **keywords: Any) -> PortfolioChoice:
     """Simulate every candidate on `program` at `budget` arena bytes and keep the lowest
     total cost (ties: the first listed). `keywords` are options replaced in every
     candidate (e.g. `allocator="ideal"`). A candidate that thrashes or does not fit scores
     inf; with `prune`, a candidate is stopped once its rematerialisation costs more than
     the best so far (the choice is the same, only faster; `tried` then shows inf for it).
-    `time_limit` (seconds, None: none) covers the call: a candidate running at the
-    deadline is stopped and the rest skipped (`cut`). If every candidate fails, the first
-    one's error is raised; TimeLimitError if none finished in time."""
-    stop_at = time.perf_counter() + _seconds(time_limit)
+    `runs` (None: every candidate) is the work budget: only the first `runs` candidates
+    run, the others are `skipped`. `time_limit` (seconds on `clock`, None: none) covers
+    the call: a candidate running at the deadline is stopped and the rest skipped (`cut`).
+    BudgetError at once below `Bounds.lower`. If every candidate fails, the first one's
+    error is raised; TimeLimitError if none finished in time."""
+    stop_at = clock() + _seconds(time_limit)
+    runs = _runs(runs)
+    check_budget(program, budget)
     best: PortfolioChoice | None = None
     tried: list[tuple[str, float]] = []
     cut: list[str] = []
     first_error: Exception | None = None
-    for label, options in _candidates(candidates, keywords, program):
+    listed = _candidates(candidates, keywords, program)
+    skipped = [] if runs is None else [label for label, _ in listed[runs:]]
+    for label, options in listed[:runs]:
         try:
             trace = None if cut else _run(program, budget, options,
-                                          best.trace if best and prune else None, stop_at)
+                                          best.trace if best and prune else None, stop_at,
+                                          clock)
         except (ThrashError, BudgetError) as e:
             first_error = first_error or e
             trace = None
         except _Stop:
             trace = None
-        if trace is None and (cut or time.perf_counter() > stop_at):
+        if trace is None and (cut or clock() > stop_at):
             cut.append(label)
         tried.append((label, trace.overhead if trace is not None else math.inf))
         if trace is not None and (best is None or trace.total_cost < best.trace.total_cost):
@@ -188,8 +225,19 @@ def choose(program: Program, budget: int, candidates: Iterable[Candidate] | None
                                  f"{', '.join(cut)})")
         assert first_error is not None
         raise first_error
-    best.tried, best.cut = tried, cut
+    best.tried, best.cut, best.skipped, best.time_limit = tried, cut, skipped, time_limit
     return best
+
+
+def _runs(runs: Any) -> int | None:
+    """A work budget in candidate runs (None: no budget); DTROptionError for anything
+    that is not an integer >= 1."""
+    if runs is None:
+        return None
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise DTROptionError(f"runs must be a number of candidate runs >= 1 or None, not "
+                             f"{runs!r}")
+    return runs
 
 
 def _seconds(time_limit: Any) -> float:
@@ -209,30 +257,38 @@ def simulate_best(source: Graph | Program, budget: int | None = None, *,
                   schedule: Sequence[str] | None = None, alignment: int = 512,
                   costs: CostSpec = "flops", candidates: Iterable[Candidate] | None = None,
                   prune: bool = True, time_limit: float | None = PORTFOLIO_SECONDS,
+                  runs: int | None = None, clock: Clock = time.perf_counter,
                   **keywords: Any) -> PortfolioChoice:
     """`simulate` with the portfolio: the same program and budget for every candidate
-    (`time_limit` as in `choose`)."""
+    (`runs`, `time_limit` and `clock` as in `choose`)."""
     program = as_program(source, schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
-    return choose(program, b, candidates, prune=prune, time_limit=time_limit, **keywords)
+    return choose(program, b, candidates, prune=prune, time_limit=time_limit, runs=runs,
+                  clock=clock, **keywords)
 
 
 def replay_best(source: Any, budget: int | None = None, *, ratio: float | None = None,
                 ratio_of: str = "baseline", alignment: int = 1, constants: str = "inside",
                 candidates: Iterable[Candidate] | None = None, prune: bool = True,
-                time_limit: float | None = PORTFOLIO_SECONDS,
-                **keywords: Any) -> PortfolioChoice:
+                time_limit: float | None = PORTFOLIO_SECONDS, runs: int | None = None,
+                clock: Clock = time.perf_counter, **keywords: Any) -> PortfolioChoice:
     """`replay_trace` with the portfolio: the trace is parsed once and every candidate runs
     at the same bytes (by default the authors' budget, as `replay_trace`). `time_limit`
-    (seconds, None: none) covers the call, parsing included (see `choose`)."""
-    t0 = time.perf_counter()
+    (seconds on `clock`, None: none) covers the call, parsing included; `runs` is the
+    work budget (see `choose`)."""
+    t0 = clock()
+    _seconds(time_limit)
+    _runs(runs)
     program = source if isinstance(source, Program) else \
         parse_trace(source, alignment, constants=constants)
     b = trace_arena(program, budget, ratio, ratio_of)
-    parsed = time.perf_counter() - t0
+    parsed = clock() - t0
     left = None if time_limit is None else max(_seconds(time_limit) - parsed, 1e-3)
     try:
-        return choose(program, b, candidates, prune=prune, time_limit=left, **keywords)
+        choice = choose(program, b, candidates, prune=prune, time_limit=left, runs=runs,
+                        clock=clock, **keywords)
+        choice.time_limit = time_limit
+        return choice
     except TimeLimitError as e:
         raise TimeLimitError(f"{e}; {time_limit:g} s were asked for, of which parsing the "
                              f"trace took {parsed:.2f} s") from None
@@ -252,14 +308,16 @@ class PortfolioExecutor:
         ex.choice.label, ex.choice.tried          # decided at construction, by simulation
         out = ex.run(feeds)                       # the chosen option set's DTRExecutor
 
-    Arguments as for `DTRExecutor`, plus `candidates` (default `CANDIDATES`); option
-    keywords are replaced in every candidate. Construction costs the candidates' summed
+    Arguments as for `DTRExecutor`, plus `candidates` (default `CANDIDATES`), `runs`,
+    `time_limit` and `clock` (as in `choose`); option keywords are replaced in every
+    candidate. Construction costs the candidates' summed
     simulations.
     """
 
     def __init__(self, graph: Graph, budget: int | None = None, *, ratio: float | None = None,
                  candidates: Iterable[Candidate] | None = None, prune: bool = True,
-                 time_limit: float | None = PORTFOLIO_SECONDS, **kwargs: Any):
+                 time_limit: float | None = PORTFOLIO_SECONDS, runs: int | None = None,
+                 clock: Clock = time.perf_counter, **kwargs: Any):
         if "options" in kwargs:
             raise DTROptionError("PortfolioExecutor takes `candidates` (label, DTROptions) "
                                  "pairs, not one `options`")
@@ -267,7 +325,7 @@ class PortfolioExecutor:
         rest = {k: v for k, v in kwargs.items() if k not in OPTION_NAMES}
         first = DTRExecutor(graph, budget, ratio=ratio, **rest)   # program and arena bytes
         self.choice = choose(first.program, first.budget, candidates, prune=prune,
-                             time_limit=time_limit, **keywords)
+                             time_limit=time_limit, runs=runs, clock=clock, **keywords)
         self.executor = DTRExecutor(graph, first.budget, options=self.choice.options, **rest)
 
     @property

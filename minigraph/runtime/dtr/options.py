@@ -26,8 +26,11 @@ class DTROptions:
     """How the DTR runtime runs.
 
     `heuristic`: a name of `HEURISTICS`, a `Heuristic` or a function `score(t, now)`;
-    the default `auto` picks h_DTR, dtr-live or MSPS (ties to the stalest) per run from
-    the program and the budget (heuristics.auto_choice; "dtr" is h_DTR itself);
+    the default is h_DTR ("dtr") [Kirisame 2021], chosen out of sample: held out one
+    trace at a time, no rule that picks among scores (`auto`, which picks h_DTR,
+    dtr-live or MSPS per run from two fitted thresholds: heuristics.auto_choice) stayed
+    within 1% of h_DTR on every held-out cell (minigraph.dtr_research.holdout,
+    benchmarks/dtr_heuristics.py); "auto" remains an option;
     `heuristic_args` are bound to it (megengine's a, b, c, r; coop's `cost`).
     `allocator`: "first-fit" (addresses, fragmentation) or "ideal" (a counter; simulated
     mode only). `defrag`: when the free bytes would suffice but no block is large enough,
@@ -55,7 +58,7 @@ class DTROptions:
     not an option of this runtime: they are `minigraph.dtr_research` (`SimrdOptions`,
     `replay_trace`), which runs on this runtime's programs and traces.
     """
-    heuristic: Any = "auto"
+    heuristic: Any = "dtr"
     heuristic_args: Mapping[str, Any] | None = None
     allocator: str = "first-fit"
     defrag: str = "first"
