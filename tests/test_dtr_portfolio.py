@@ -86,7 +86,7 @@ def test_simrd_stops_at_the_first_score_of_zero():
 
 
 def test_the_portfolio_on_the_tiny_trace_takes_msps():
-    c = replay_best(_tiny_trace(20, 4, 1), 16)
+    c = replay_best(_tiny_trace(20, 4, 1), 16, time_limit=None)
     assert (c.label, c.trace.extra_cost, c.trace.evicted) == ("msps", 1.0, ["x3"])
     alone = {h: replay_trace(_tiny_trace(20, 4, 1), 16, heuristic=h).extra_cost
              for h in ("dtr", "dtr-live")}
@@ -122,7 +122,7 @@ def test_the_portfolio_costs_the_least_of_its_candidates(seed, ratio):
     alone = [_alone(program, budget, o) for _, o in cands]
     best = min(alone)
     for prune in (True, False):
-        c = choose(program, budget, cands, prune=prune)
+        c = choose(program, budget, cands, prune=prune, time_limit=None)
         assert c.trace.total_cost == best
         assert c.label == cands[alone.index(best)][0]         # ties: the first listed
         assert c.trace.total_cost <= alone[2]          # never above the default, h_DTR
@@ -144,7 +144,7 @@ def test_the_portfolio_picks_the_cheaper_of_two_by_hand(n, want):
     overheads = {k: v / program.base_cost for k, v in costs.items()}
     for order in ([("bad", bad), ("dtr", good)], [("dtr", good), ("bad", bad)]):
         for prune in (False, True):
-            c = choose(program, budget, order, prune=prune)
+            c = choose(program, budget, order, prune=prune, time_limit=None)
             assert (c.label, c.trace.total_cost) == (want, costs[want])
             # pruned: a loser listed after the winner is stopped once it costs more (inf)
             lost = prune and order[0][0] == want
@@ -168,9 +168,9 @@ def test_on_a_trace_the_portfolio_is_at_or_below_each_of_simrds_four(family, siz
             alone.append(math.inf)
     if min(alone) == math.inf:           # none finishes (unet 2 at 0.5): no choice to make
         with pytest.raises(ThrashError):
-            replay_best(program, ratio=ratio)
+            replay_best(program, ratio=ratio, time_limit=None)
         return
-    c = replay_best(program, ratio=ratio)
+    c = replay_best(program, ratio=ratio, time_limit=None)
     assert c.trace.total_cost == min(alone)
     assert c.label == CANDIDATES[alone.index(min(alone))][0]
     assert c.trace.budget == trace_arena(program, ratio=ratio)   # replay_trace's bytes
@@ -179,7 +179,7 @@ def test_on_a_trace_the_portfolio_is_at_or_below_each_of_simrds_four(family, siz
 
 def test_simulate_best_takes_a_graph_and_a_ratio():
     g = mlp_training(depth=4, width=16, batch=32)
-    c = simulate_best(g, ratio=0.7, allocator="ideal")
+    c = simulate_best(g, ratio=0.7, allocator="ideal", time_limit=None)
     default = simulate(g, ratio=0.7, allocator="ideal")
     assert c.overhead <= default.overhead
     assert [k for k, _ in c.tried] == [k for k, _ in OURS]     # simrd's rules: traces only
@@ -189,7 +189,7 @@ def test_the_portfolio_in_real_mode_gives_the_plain_outputs():
     g = mlp_training(depth=4, width=16, batch=32)
     feeds = random_feeds(g)
     ref = mg.Executor(g).run(feeds)
-    ex = PortfolioExecutor(g, ratio=0.7, check_remat=True)
+    ex = PortfolioExecutor(g, ratio=0.7, check_remat=True, time_limit=None)
     out = ex.run(feeds)
     for k in ref:
         assert np.array_equal(out[k], ref[k]), k
@@ -219,7 +219,7 @@ def test_when_every_candidate_thrashes_the_first_ones_error_is_raised():
         simulate(program, budget, options=cands[0][1])
     first = str(alone.value)
     with pytest.raises(ThrashError) as info:
-        choose(program, budget, cands)
+        choose(program, budget, cands, time_limit=None)
     assert str(info.value) == first
 
 
