@@ -10,7 +10,9 @@ of it (the runtime imports nothing from here; import-linter holds the arrow one 
 * portfolio.py: choosing the option set by simulation, the cheapest of several
   (`replay_best`, `simulate_best`, `PortfolioExecutor`);
 * checkpoint.py: static rematerialisation baselines on DTR's cost model, Chen et al.'s
-  sqrt(n) [Chen 2016] and Checkmate's optimum [Jain 2020] (`chen_sqrt`, `checkmate`).
+  sqrt(n) [Chen 2016] and Checkmate's optimum [Jain 2020] (`chen_sqrt`, `checkmate`);
+* holdout.py: DTR's default chosen out of sample, each trace held out from the fit of
+  `auto`'s thresholds in turn (`measure`, `leave_one_out`, `against_dtr`).
 
 Each reuses the runtime's `Program`, budgets and `DTRTrace`, so its numbers stand beside
 DTR's in one table.
