@@ -49,18 +49,18 @@ def test_the_chen_curve_is_a_pareto_front_from_no_remat_down():
 def test_checkmate_is_optimal_on_a_small_chain_and_no_worse_than_chen():
     p = chain(6)
     for budget in (p.peak(), 7 * 4):
-        r = checkmate(p, budget, time_limit=20)
+        r = checkmate(p, budget, time_limit=600, node_limit=10_000)
         assert r.optimal and r.peak <= budget
         best_chen = chen_at(p, budget)
         if best_chen is not None:
             assert r.cost <= best_chen.cost + 1e-9
-    assert checkmate(p, p.peak(), time_limit=20).overhead == 1.0
+    assert checkmate(p, p.peak(), time_limit=600, node_limit=10_000).overhead == 1.0
 
 
 def test_the_optimum_is_no_worse_than_dtr_or_chen():
     p = chain(8)
     for budget in (6 * 4, 9 * 4):
-        r = checkmate(p, budget, time_limit=20)
+        r = checkmate(p, budget, time_limit=600, node_limit=10_000)
         assert r.peak <= budget
         if r.optimal:
             assert r.cost <= simulate(p, budget, allocator="ideal").total_cost + 1e-9
