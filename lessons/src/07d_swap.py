@@ -26,8 +26,13 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 import numpy as np
 
-from minigraph.experiments.swap import (chain_rows, compare, largest_batch,
-                                        largest_chain_batch, mlp_chain)
+from minigraph.experiments.swap import (
+    chain_rows,
+    compare,
+    largest_batch,
+    largest_chain_batch,
+    mlp_chain,
+)
 from minigraph.lessons import check_answers, l07d
 from minigraph.memory.swap import Machine, Swap, copy_stream, uses, window
 from minigraph.memory.swap_plan import MACHINES, plan_swap
