@@ -84,9 +84,13 @@ class SwapSteps:
                 np.copyto(self.host[s.tensor], self.front[s.tensor])
 
     def finish(self) -> None:
-        """The step ends when the copy stream has drained too."""
-        if self.gpu:
-            self.stream.synchronize()
+        """The step ends when the copy stream has drained too: on CuPy the compute stream
+        waits for its last copy (an event, no host wait)."""
+        if self.gpu and self.plan.swaps:
+            cuda = self.xp.cuda
+            done = cuda.Event(disable_timing=True)
+            done.record(self.stream)
+            cuda.get_current_stream().wait_event(done)
 
     # CuPy: events between the two streams ------------------------------------------------
     def _copy(self, dst: int, src: int, nbytes: int, kind: int, tensor: str) -> None:
