@@ -184,3 +184,15 @@ def test_swap_plan_resident_steps_repeat_the_same_numbers():
         out = {k: np.asarray(v).copy() for k, v in ex.step().items()}
         assert bytes_equal(out, first)
     assert params
+
+
+def test_compare_counts_every_technique_in_one_accounting_at_one_budget():
+    from minigraph.experiments.swap import compare
+    g = models.get_model("resnet").graph
+    rows = {r.technique: r for r in compare(g, 0.5)}
+    assert set(rows) == {"static", "swap", "DTR"}
+    assert rows["static"].device is None                     # half its memory: no
+    for name in ("swap", "DTR"):
+        r = rows[name]
+        assert r.device is not None and r.device <= r.budget and r.seconds >= r.baseline
+    assert rows["swap"].host == rows["swap"].moved > 0 and rows["DTR"].host == 0

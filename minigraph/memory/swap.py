@@ -48,14 +48,11 @@ class Machine:
     launch: float = 5e-6
 
     def __post_init__(self) -> None:
-        for name in ("bandwidth", "compute"):
+        for name, rule in (("bandwidth", "> 0"), ("compute", "> 0"), ("latency", ">= 0"),
+                           ("launch", ">= 0")):
             v = getattr(self, name)
-            if not v > 0:
-                raise SwapError(f"Machine: {name} must be > 0, not {v!r}")
-        for name in ("latency", "launch"):
-            v = getattr(self, name)
-            if not v >= 0:
-                raise SwapError(f"Machine: {name} must be >= 0, not {v!r}")
+            if not (v > 0 if rule == "> 0" else v >= 0):        # NaN fails both
+                raise SwapError(f"Machine: {name} must be {rule}, not {v!r}")
 
     def transfer(self, nbytes: int) -> float:
         return self.latency + nbytes / self.bandwidth
@@ -82,10 +79,9 @@ def uses(graph: Graph, schedule: Sequence[str]) -> dict[str, list[int]]:
 # 3. The window of one gap ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Swap:
-    """Tensor `tensor` of `bytes` offloaded after step `after` (its last use before the
-    gap); its front lives until step `until`; its prefetch starts at step `back` (its back
-    half lives from there to its last reader); `reader` is the first step that reads it
-    back."""
+    """`tensor` (`bytes`) offloaded after step `after`, its last use before the gap; its
+    front lives until step `until`; its prefetch starts at step `back`, for its first
+    reader after the gap at step `reader`."""
     tensor: str
     bytes: int
     after: int
@@ -160,11 +156,8 @@ def split(buffers: Sequence[Buffer], swaps: Sequence[Swap] | object) -> list[Buf
     out = []
     for b in buffers:
         s = by.get(str(b.id))
-        if s is None:
-            out.append(b)
-        else:
-            out.append(Buffer(b.id, b.start, s.until, b.size, b.color))
-            out.append(Buffer(s.back_id, s.back, b.end, b.size, b.color))
+        out += [b] if s is None else [Buffer(b.id, b.start, s.until, b.size, b.color),
+                                      Buffer(s.back_id, s.back, b.end, b.size, b.color)]
     return out
 
 
@@ -189,29 +182,23 @@ def copy_stream(seconds: Sequence[float], swaps: Sequence[Swap], machine: Machin
     k-1 is done: they write bytes it may still use); op k waits for the prefetches of
     tensors it reads back, and for the offloads of fronts that ended at k-1 (op k may
     overwrite their bytes). After op k: the offloads of tensors last used at k are queued."""
-    prefetch_at, offload_after, free_at, read_at = {}, {}, {}, {}
-    for s in swaps:
-        prefetch_at.setdefault(s.back, []).append(s)
-        offload_after.setdefault(s.after, []).append(s)
-        free_at.setdefault(s.until + 1, []).append(s)
-        read_at.setdefault(s.reader, []).append(s)
     compute = copy = 0.0
-    ready: dict[str, float] = {}        # tensor -> time its prefetch is done
-    gone: dict[str, float] = {}         # tensor -> time its offload is done
+    done: dict[tuple[str, str], float] = {}     # (tensor, "out" or "in") -> copy's end
     waits: dict[str, float] = {}
     for k, t in enumerate(seconds):
-        for s in prefetch_at.get(k, ()):
+        for s in (s for s in swaps if s.back == k):         # prefetches queued
             copy = max(copy, compute) + machine.transfer(s.bytes)
-            ready[s.tensor] = copy
+            done[s.tensor, "in"] = copy
         start = compute
-        for s in free_at.get(k, ()):
-            start = _wait(start, gone[s.tensor], s.tensor, waits)
-        for s in read_at.get(k, ()):
-            start = _wait(start, ready[s.tensor], s.tensor, waits)
+        for s in swaps:
+            if s.until + 1 == k:                             # op k may reuse the front
+                start = _wait(start, done[s.tensor, "out"], s.tensor, waits)
+            if s.reader == k:                                # op k reads the back
+                start = _wait(start, done[s.tensor, "in"], s.tensor, waits)
         compute = start + t
-        for s in offload_after.get(k, ()):
+        for s in (s for s in swaps if s.after == k):        # offloads queued
             copy = max(copy, compute) + machine.transfer(s.bytes)
-            gone[s.tensor] = copy
+            done[s.tensor, "out"] = copy
     return Timing(max(compute, copy), sum(seconds), waits)
 
 
@@ -219,5 +206,4 @@ def _wait(start: float, done: float, tensor: str, waits: dict[str, float]) -> fl
     """An op that could start at `start` waits for a copy done at `done`."""
     if done > start:
         waits[tensor] = waits.get(tensor, 0.0) + done - start
-        return done
-    return start
+    return max(start, done)
