@@ -165,7 +165,8 @@ def split(buffers: Sequence[Buffer], swaps: Sequence[Swap] | object) -> list[Buf
 @dataclass(frozen=True)
 class Timing:
     """What two streams predict: `seconds` for the step with swapping, `baseline` without;
-    `waits` tensor -> seconds an op waited for its copy (absent: the copy was hidden)."""
+    `waits` tensor -> how long after its op was ready its copy finished (absent: the copy
+    was hidden)."""
     seconds: float
     baseline: float
     waits: dict[str, float]
@@ -192,9 +193,9 @@ def copy_stream(seconds: Sequence[float], swaps: Sequence[Swap], machine: Machin
         start = compute
         for s in swaps:
             if s.until + 1 == k:                             # op k may reuse the front
-                start = _wait(start, done[s.tensor, "out"], s.tensor, waits)
+                start = _wait(compute, start, done[s.tensor, "out"], s.tensor, waits)
             if s.reader == k:                                # op k reads the back
-                start = _wait(start, done[s.tensor, "in"], s.tensor, waits)
+                start = _wait(compute, start, done[s.tensor, "in"], s.tensor, waits)
         compute = start + t
         for s in (s for s in swaps if s.after == k):        # offloads queued
             copy = max(copy, compute) + machine.transfer(s.bytes)
@@ -202,8 +203,10 @@ def copy_stream(seconds: Sequence[float], swaps: Sequence[Swap], machine: Machin
     return Timing(max(compute, copy), sum(seconds), waits)
 
 
-def _wait(start: float, done: float, tensor: str, waits: dict[str, float]) -> float:
-    """An op that could start at `start` waits for a copy done at `done`."""
-    if done > start:
-        waits[tensor] = waits.get(tensor, 0.0) + done - start
+def _wait(ready: float, start: float, done: float, tensor: str,
+          waits: dict[str, float]) -> float:
+    """An op ready at `ready` (its start so far `start`) needs a copy done at `done`; the
+    copy is late by `done - ready` if positive, whatever else the op waits for."""
+    if done > ready:
+        waits[tensor] = waits.get(tensor, 0.0) + done - ready
     return max(start, done)
