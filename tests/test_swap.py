@@ -196,3 +196,13 @@ def test_compare_counts_every_technique_in_one_accounting_at_one_budget():
         r = rows[name]
         assert r.device is not None and r.device <= r.budget and r.seconds >= r.baseline
     assert rows["swap"].host == rows["swap"].moved > 0 and rows["DTR"].host == 0
+
+
+def test_the_gpu_swap_benchmark_runs_dry_on_numpy():
+    from minigraph.experiments.swap_gpu import bench_swap, measure_link, summary
+    link = measure_link("cpu", small=1 << 12, large=1 << 18, repeats=1)
+    assert link["h2d_bandwidth"] > 0 and link["d2h_latency"] >= 0
+    rows = bench_swap(models.get_model("resnet"), "cpu", repeats=1, warmup=0)
+    assert rows["swap"]["arena"] < rows["no swap"]["arena"] and rows["swap"]["swapped"]
+    text = summary(link, rows, None)
+    assert "minigraph, swap" in text and "target: peak" in text
