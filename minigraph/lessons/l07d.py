@@ -5,6 +5,7 @@ computed here, when the check runs."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from ..graph import Graph
@@ -18,9 +19,15 @@ MACHINE_1 = Machine()
 
 def exercise_1_graph() -> Graph:
     """Exercise 1's training step: a five-layer MLP, batch 64."""
+    return _graph()
+
+
+@cache
+def _graph() -> Graph:
     return get_model("mlp", batch=64, sizes=(64, 256, 256, 256, 256, 10)).graph
 
 
+@cache
 def exercise_1_budget() -> int:
     """Exercise 1's device budget: 80% of the bytes alive at the peak without swapping."""
     return liveness(exercise_1_graph()).theoretical_minimum() * 4 // 5
@@ -31,6 +38,7 @@ def exercise_1_host() -> int:
     return _greedy_host()
 
 
+@cache
 def _problem() -> tuple[list, dict, list[float]]:
     g = exercise_1_graph()
     live = liveness(g)
@@ -49,6 +57,7 @@ def swaps_for(names: Any) -> list:
     return out
 
 
+@cache
 def _greedy_host() -> int:
     """The host bytes of the textbook's greedy choice at the exercise's budget."""
     bufs, steps, seconds = _problem()
