@@ -206,3 +206,65 @@ def test_the_gpu_swap_benchmark_runs_dry_on_numpy():
     assert rows["swap"]["arena"] < rows["no swap"]["arena"] and rows["swap"]["swapped"]
     text = summary(link, rows, None)
     assert "minigraph, swap" in text and "target: peak" in text
+
+
+class _FakeCuda:
+    """CuPy's stream, event and copy calls on the host, recorded: each copy runs at once
+    (ctypes.memmove), so a wrong direction, address or size gives wrong numbers."""
+
+    def __init__(self):
+        self.log = []
+        fake = self
+
+        class Stream:
+            ptr = 7
+
+            def __init__(self, non_blocking=False):
+                pass
+
+            def wait_event(self, ev):
+                fake.log.append(("wait", ev.on))
+
+        class Event:
+            def __init__(self, disable_timing=False):
+                self.on = None
+
+            def record(self, stream):
+                self.on = "copy" if isinstance(stream, Stream) and stream is not fake.compute \
+                    else "compute"
+
+        class Runtime:
+            @staticmethod
+            def memcpyAsync(dst, src, n, kind, stream):
+                import ctypes
+                assert stream == Stream.ptr and kind in (1, 2)
+                fake.log.append(("copy", kind, n))
+                ctypes.memmove(dst, src, n)
+
+        self.Stream, self.Event, self.runtime = Stream, Event, Runtime
+        self.compute = Stream()
+
+    def get_current_stream(self):
+        return self.compute
+
+    @staticmethod
+    def alloc_pinned_memory(n):
+        return bytearray(n)
+
+
+def test_the_cupy_swap_path_copies_the_right_bytes_each_way_with_events(monkeypatch):
+    model = models.get_model("transformer")
+    g, feeds = model.graph, model.feeds(0)
+    report = _floor(g, mg.MemoryOptions(planner="greedy-size"))
+    ex = mg.Executor(g, report)
+    fake = type("xp", (), {"cuda": _FakeCuda()})
+    monkeypatch.setattr(swapping, "_ptr", lambda a: a.ctypes.data)
+    ex._swap = swapping.SwapSteps(report.plan, g, fake, gpu=True)   # CuPy's calls, on NumPy
+    assert bytes_equal(ex.run(feeds), mg.Executor(g).run(feeds))
+    log = fake.cuda.log
+    copies = [e for e in log if e[0] == "copy"]
+    assert [k for _, k, _ in copies].count(2) == [k for _, k, _ in copies].count(1) \
+        == len(report.swaps)
+    assert sum(n for _, _, n in copies) == 2 * report.host_bytes
+    waits = [e for e in log if e[0] == "wait"]
+    assert ("wait", "compute") in waits and ("wait", "copy") in waits

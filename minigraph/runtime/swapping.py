@@ -66,7 +66,7 @@ class SwapSteps:
             self._wait(s.tensor)
         for s in self.prefetch_at.get(k, ()):
             if self.gpu:
-                self._copy(self.back[s.tensor].data.ptr, self.host[s.tensor].ctypes.data,
+                self._copy(_ptr(self.back[s.tensor]), self.host[s.tensor].ctypes.data,
                            self.host[s.tensor].nbytes, 1, s.tensor)      # host to device
             else:
                 np.copyto(self.back[s.tensor], self.host[s.tensor])
@@ -78,7 +78,7 @@ class SwapSteps:
         """After op k: queue the offloads of the tensors last used before their gap."""
         for s in self.offload_after.get(k, ()):
             if self.gpu:
-                self._copy(self.host[s.tensor].ctypes.data, self.front[s.tensor].data.ptr,
+                self._copy(self.host[s.tensor].ctypes.data, _ptr(self.front[s.tensor]),
                            self.host[s.tensor].nbytes, 2, s.tensor)      # device to host
             else:
                 np.copyto(self.host[s.tensor], self.front[s.tensor])
@@ -108,6 +108,11 @@ class SwapSteps:
     def _wait(self, tensor: str) -> None:
         if self.gpu:
             self.xp.cuda.get_current_stream().wait_event(self.events[tensor])
+
+
+def _ptr(a: Any) -> int:
+    """The device address of CuPy array `a`'s first element."""
+    return a.data.ptr
 
 
 def _pinned(xp: Any, shape: tuple[int, ...], dtype: str) -> np.ndarray:
