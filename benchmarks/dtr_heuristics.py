@@ -4,7 +4,7 @@
     pip install attrs
     python benchmarks/dtr_heuristics.py --simrd /tmp/dtr-prototype/simrd [--quick]
 
-For each trace (the generated ones of `minigraph.runtime.dtr.tracegen`, which exercise
+For each trace (the generated ones of `minigraph.dtr_research.tracegen`, which exercise
 views, multi-output ops, mutation and constants, and the zoo models of `benchmarks/dtr.py`
 written with `write_trace`: FLOP costs as TIME) and each ratio 0.9 .. 0.2, the trace is
 replayed:
@@ -17,7 +17,7 @@ replayed:
   (`auto`: h_DTR, dtr-live or MSPS with ties to the stalest, picked once per run,
   `heuristics.auto_choice`) and with the portfolio (`portfolio.replay_best`: the
   cheapest of `portfolio.CANDIDATES`, among them simrd's four as simrd runs them,
-  `DTROptions.simrd`), all stopped at the same 2.0.
+  `SimrdOptions`), all stopped at the same 2.0.
 
 Every cell is total compute / base compute (simrd: clock - 1, its clock starts at 1);
 `thrash`: stopped at 2.0; `OOM`: simrd found nothing left to evict; `below`: under our
@@ -32,7 +32,7 @@ before the run): the cells that a perfect pick per cell among them would reach, 
 one run of simrd's own rules costs on the cells only those reach.
 
 simrd is not part of this repository. Without it (`--simrd`, `$SIMRD_PATH`) simrd's four
-are replayed by their presets, `DTROptions.simrd(h)`, which `dtr_reference.py` checks
+are replayed by their presets, `SimrdOptions(h)`, which `dtr_reference.py` checks
 against simrd itself cell by cell (the first line says which was used); `--require-simrd`
 instead says how to get simrd and exits with 2.
 """
@@ -53,13 +53,16 @@ sys.path.insert(0, str(HERE))
 from dtr import FULL, QUICK  # noqa: E402
 from dtr_reference import OVERHEAD_LIMIT, PAIRS, load_simrd, simrd_baseline, simrd_cell  # noqa: E402
 
+from minigraph.dtr_research.portfolio import CANDIDATES, replay_best, trace_arena  # noqa: E402
+from minigraph.dtr_research.replay import replay_trace  # noqa: E402
+from minigraph.dtr_research.simrd import SimrdOptions  # noqa: E402
+from minigraph.dtr_research.simrd_log import parse_trace  # noqa: E402
+from minigraph.dtr_research.simrd_write import write_trace  # noqa: E402
+from minigraph.dtr_research.tracegen import GENERATED, generated_trace  # noqa: E402
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
 from minigraph.models import get_model  # noqa: E402
 from minigraph.runtime.dtr import DTROptions  # noqa: E402
 from minigraph.runtime.dtr.heuristics import auto_choice  # noqa: E402
-from minigraph.runtime.dtr.portfolio import CANDIDATES, replay_best, trace_arena  # noqa: E402
-from minigraph.runtime.dtr.simrd_log import parse_trace, replay_trace, write_trace  # noqa: E402
-from minigraph.runtime.dtr.tracegen import GENERATED, generated_trace  # noqa: E402
 
 RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)
 PRESET = dict(PAIRS)          # simrd's heuristic -> the name of its preset here
@@ -81,7 +84,7 @@ class SimrdTrace:
 
 
 class PresetTrace:
-    """simrd's four replayed by `DTROptions.simrd(h)` (checked equal to simrd by
+    """simrd's four replayed by `SimrdOptions(h)` (checked equal to simrd by
     `dtr_reference.py`), at the same bytes and the same overhead limit."""
 
     def __init__(self, program):
@@ -91,7 +94,7 @@ class PresetTrace:
 
     def overhead(self, ratio: float, heuristic: str) -> float | str:
         x, _ = ours(replay_trace, self.program, ratio=ratio,
-                    options=DTROptions.simrd(PRESET[heuristic]),
+                    options=SimrdOptions(PRESET[heuristic]),
                     thrash_limit=OVERHEAD_LIMIT - 1)
         return "OOM" if x == "below" else x
 
@@ -151,7 +154,7 @@ def main() -> int:
             return 2
     if simrd is None:
         print("no simrd given (--simrd, $SIMRD_PATH): simrd's four are replayed by their presets "
-              "DTROptions.simrd(h), which benchmarks/dtr_reference.py checks against simrd "
+              "SimrdOptions(h), which benchmarks/dtr_reference.py checks against simrd "
               "cell by cell; every cell: total compute / base compute")
     ratios = RATIOS[1::2] if args.quick else RATIOS
     limit = {"thrash_limit": OVERHEAD_LIMIT - 1}

@@ -4,7 +4,7 @@
     pip install attrs
     python benchmarks/dtr_reference.py --simrd /tmp/dtr-prototype/simrd [--quick] [--zoo]
 
-The traces are generated (`minigraph.runtime.dtr.tracegen`: views, multi-output ops,
+The traces are generated (`minigraph.dtr_research.tracegen`: views, multi-output ops,
 MUTATE of gradients and of optimizer constants, constants appearing mid-run, COPY,
 COPY_FROM, RELEASE); `--zoo` adds the models of `benchmarks/dtr.py` written with
 `write_trace`. Each is replayed as simrd's evaluation (`eval/pareto/run.py`) runs a log:
@@ -13,7 +13,7 @@ unbudgeted RuntimeV1 run, constants included; overhead limit 2.0 (rematerialisat
 above 1x the base compute stops the run). Ours gets the same bytes (`replay_trace`'s
 default budget; its baseline peak is checked equal to simrd's) with the same limit
 (`thrash_limit=1.0`): the four columns "simrd X | preset" are simrd's heuristic X and
-`DTROptions.simrd(X)`; the last two are our runtime with its own rules and heuristic dtr:
+`SimrdOptions(X)`; the last two are our runtime with its own rules and heuristic dtr:
 the default `DTROptions()` (first-fit arena) and with simrd's counter of bytes
 (`allocator="ideal"`). Each cell: total compute / base compute (simrd's eval prints
 its clock / base compute, and its clock starts at 1: 1/base more). `thrash`: stopped at
@@ -38,9 +38,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from minigraph.dtr_research import SimrdOptions, parse_trace, replay_trace  # noqa: E402
+from minigraph.dtr_research.tracegen import GENERATED, generated_trace  # noqa: E402
 from minigraph.errors import BudgetError, ThrashError  # noqa: E402
-from minigraph.runtime.dtr import DTROptions, parse_trace, replay_trace  # noqa: E402
-from minigraph.runtime.dtr.tracegen import GENERATED, generated_trace  # noqa: E402
+from minigraph.runtime.dtr import DTROptions  # noqa: E402
 
 RATIOS = (0.9, 0.7, 0.5, 0.4, 0.3, 0.2)
 PAIRS = [("DTR", "dtr"), ("DTREqClass", "dtr-eqclass"), ("LRU", "lru"), ("MSPS", "msps")]
@@ -146,7 +147,7 @@ def table(simrd, label: str, text: str) -> int:
         cells = [f"{r:.1f}", f"{int(r * peak):,}"]
         for sh, oh in PAIRS:
             s = simrd_cell(simrd, text, int(r * peak), sh, base)
-            o = ours_cell(program, r, DTROptions.simrd(oh))
+            o = ours_cell(program, r, SimrdOptions(oh))
             bad += not same(s, o)
             cells += [show(s), show(o) + ("" if same(s, o) else " !=")]
         cells.append(show(ours_cell(program, r, DTROptions())))
@@ -171,8 +172,8 @@ def main() -> int:
     if args.zoo:
         from dtr import FULL
 
+        from minigraph.dtr_research import write_trace
         from minigraph.models import get_model
-        from minigraph.runtime.dtr import write_trace
         for label, name, kw in FULL:
             bad += table(simrd, label, "\n".join(write_trace(get_model(name, **kw).graph)) + "\n")
     print(f"\n{bad} preset cells differ from simrd by more than 0.001")

@@ -170,7 +170,7 @@ def my_place(dtr, nbytes):
 
 def my_score(t, now):
     """07.2: h_DTR: own cost and the evicted neighbourhood's, over bytes and staleness."""
-    return (t.cost + t.neighbor_cost) / (t.size * t.staleness)
+    return (t.cost + t.neighbour_cost) / (t.size * t.staleness)
 
 
 def best_fit_wins():

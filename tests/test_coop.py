@@ -28,13 +28,14 @@ from minigraph.runtime.dtr import (
 
 def _program(sizes, ops, steps):
     """A hand-written program: `sizes` name -> bytes (0: external), `ops` as
-    (name, inputs, outputs, cost, in-place pairs), producers found from the outputs."""
+    (name, inputs, outputs, cost, in-place (input, output) pairs), producers found from
+    the outputs."""
     names = list(sizes)
     producer = {o: k for k, (_, _, outs, _, _) in enumerate(ops) for o in outs}
     tensors = [TensorSpec(n, sizes[n], sizes[n] == 0, producer.get(n, -1)) for n in names]
     ix = {n: k for k, n in enumerate(names)}
     specs = [OpSpec(name, tuple(ix[i] for i in ins), tuple(ix[o] for o in outs), cost,
-                    inplace=tuple((ix[y], ix[x]) for y, x in pairs))
+                    inplace=tuple((ix[x], ix[y]) for x, y in pairs))
              for name, ins, outs, cost, pairs in ops]
     return Program(tensors, specs, [(s, ix[x] if s == "release" else x) for s, x in steps],
                    "hand")
@@ -111,7 +112,7 @@ def _relu_after_a():
     Arena 200 B."""
     sizes = dict(x=0, z=100, a=100, b=100, y=0)
     ops = [("H", ["x"], ["z"], 1000.0, []), ("F", ["x"], ["a"], 10.0, []),
-           ("R", ["a"], ["b"], 1.0, [("b", "a")]), ("K", ["z", "b"], ["y"], 1.0, [])]
+           ("R", ["a"], ["b"], 1.0, [("a", "b")]), ("K", ["z", "b"], ["y"], 1.0, [])]
     steps = [("call", 0), ("call", 1), ("call", 2), ("release", "a"), ("call", 3),
              ("release", "z"), ("release", "b")]
     return _program(sizes, ops, steps)
@@ -140,7 +141,7 @@ def test_with_a_partition_a_hand_over_stays_within_one_class():
     100 B). Without a partition relu takes a's block; with one it does not, since a cheap
     b in a's block at the top would sit among the dear tensors."""
     sizes = dict(x=0, a=100, b=100, y=0)
-    ops = [("F", ["x"], ["a"], 1000.0, []), ("R", ["a"], ["b"], 1.0, [("b", "a")]),
+    ops = [("F", ["x"], ["a"], 1000.0, []), ("R", ["a"], ["b"], 1.0, [("a", "b")]),
            ("K", ["b"], ["y"], 1.0, [])]
     steps = [("call", 0), ("call", 1), ("release", "a"), ("call", 2), ("release", "b")]
     for partition, taken in ((False, 1), (True, 0)):
@@ -155,7 +156,7 @@ def test_the_overwritten_input_is_recomputed_when_a_neighbour_needs_it():
     is evicted; c is released; k(b) needs b: b needs a, which was overwritten but is
     recomputable: replay F (10) then R (1, out of place): extra cost 11, 2 replays."""
     sizes = dict(x=0, a=100, b=100, c=300, y=0, w=0)
-    ops = [("F", ["x"], ["a"], 10.0, []), ("R", ["a"], ["b"], 1.0, [("b", "a")]),
+    ops = [("F", ["x"], ["a"], 10.0, []), ("R", ["a"], ["b"], 1.0, [("a", "b")]),
            ("G", ["x"], ["c"], 5.0, []), ("W", ["c"], ["w"], 1.0, []),
            ("K", ["b"], ["y"], 1.0, [])]
     steps = [("call", 0), ("call", 1), ("release", "a"), ("call", 2), ("call", 3),
@@ -173,7 +174,7 @@ def test_the_program_lists_the_pairs_the_in_place_rules_allow():
     g = mg.Graph([mg.sum(c)])
     p = program_from_graph(g, alignment=8)
     names = [t.name for t in p.tensors]
-    pairs = {(names[x], names[y]) for op in p.ops for y, x in op.inplace}
+    pairs = {(names[x], names[y]) for op in p.ops for x, y in op.inplace}
     assert pairs == {(b.name, c.name)}
 
 

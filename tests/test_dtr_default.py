@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 
 import minigraph as mg
+from minigraph.dtr_research.replay import replay_trace
+from minigraph.dtr_research.simrd import SimrdOptions
+from minigraph.dtr_research.simrd_log import parse_trace
+from minigraph.dtr_research.tracegen import generated_trace
 from minigraph.errors import BudgetError, ThrashError
 from minigraph.examples import mlp_training
 from minigraph.feeds import random_feeds
@@ -24,8 +28,6 @@ from minigraph.runtime.dtr.heuristics import (
 )
 from minigraph.runtime.dtr.minimal import run_minimal
 from minigraph.runtime.dtr.program import program_from_graph
-from minigraph.runtime.dtr.simrd_log import parse_trace, replay_trace
-from minigraph.runtime.dtr.tracegen import generated_trace
 
 SMALL = (("chain", 12), ("unet", 2), ("resnet", 3), ("lstm", 6))
 SIMRD_FOUR = ("dtr", "dtr-eqclass", "lru", "msps")
@@ -46,7 +48,7 @@ def small_cells():
     for family, n in SMALL:
         program = parse_trace(generated_trace(family, n), name=f"{family}-{n}")
         for ratio in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3):
-            best = min(_cell(program, ratio, options=DTROptions.simrd(h)) for h in SIMRD_FOUR)
+            best = min(_cell(program, ratio, options=SimrdOptions(h)) for h in SIMRD_FOUR)
             out[family, n, ratio] = (_cell(program, ratio), _cell(program, ratio,
                                                                   heuristic="dtr"), best)
     return out
@@ -60,7 +62,7 @@ def test_the_default_is_auto_and_says_what_it_picked():
     with pytest.raises(DTROptionError):
         get_heuristic("auto", a=2.0)
     # simrd's rules keep their own four: the default there is their h_DTR
-    assert DTROptions(rules="simrd", allocator="ideal").heuristic == "dtr"
+    assert SimrdOptions().heuristic == "dtr"
 
 
 def test_auto_picks_dtr_family_where_cost_per_byte_barely_varies_dtr_live_when_tight():

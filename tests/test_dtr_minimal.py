@@ -36,6 +36,7 @@ import random
 
 import pytest
 
+from minigraph.dtr_research import generated_trace, parse_trace
 from minigraph.errors import BudgetError
 from minigraph.models import get_model
 from minigraph.runtime.dtr import (
@@ -45,9 +46,7 @@ from minigraph.runtime.dtr import (
     OpSpec,
     Program,
     TensorSpec,
-    generated_trace,
     get_heuristic,
-    parse_trace,
     program_from_graph,
     simulate,
 )

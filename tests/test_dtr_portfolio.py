@@ -1,5 +1,5 @@
-"""simrd's four heuristics (`DTROptions.simrd`) checked by hand on a tiny trace, and the
-portfolio that keeps the cheapest of its candidates (minigraph/runtime/dtr/portfolio.py)."""
+"""simrd's four heuristics (`SimrdOptions`) checked by hand on a tiny trace, and the
+portfolio that keeps the cheapest of its candidates (minigraph/dtr_research/portfolio.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,7 @@ import numpy as np
 import pytest
 
 import minigraph as mg
-from minigraph.errors import BudgetError, ThrashError
-from minigraph.examples import linear_chain, mlp_training, random_training_graph
-from minigraph.feeds import random_feeds
-from minigraph.runtime.dtr import DTROptions, simulate
-from minigraph.runtime.dtr.heuristics import DTROptionError
-from minigraph.runtime.dtr.portfolio import (
+from minigraph.dtr_research.portfolio import (
     CANDIDATES,
     PortfolioExecutor,
     choose,
@@ -23,11 +18,18 @@ from minigraph.runtime.dtr.portfolio import (
     simulate_best,
     trace_arena,
 )
+from minigraph.dtr_research.replay import replay_trace
+from minigraph.dtr_research.simrd import SimrdOptions
+from minigraph.dtr_research.simrd_log import parse_trace
+from minigraph.dtr_research.tracegen import generated_trace
+from minigraph.errors import BudgetError, ThrashError
+from minigraph.examples import linear_chain, mlp_training, random_training_graph
+from minigraph.feeds import random_feeds
+from minigraph.runtime.dtr import DTROptions, simulate
+from minigraph.runtime.dtr.heuristics import DTROptionError
 from minigraph.runtime.dtr.program import as_program, resolve_budget
-from minigraph.runtime.dtr.simrd_log import parse_trace, replay_trace
-from minigraph.runtime.dtr.tracegen import generated_trace
 
-OURS = [(k, o) for k, o in CANDIDATES if o.rules == "minigraph"]
+OURS = [(k, o) for k, o in CANDIDATES if isinstance(o, DTROptions)]
 
 
 def _tiny_trace(t1: float, t2: float, t3: float) -> str:
@@ -69,7 +71,7 @@ BY_HAND = [("dtr", "x2", 4.0), ("dtr-eqclass", "x2", 4.0), ("lru", "x1", 20.0),
 def test_simrds_four_scores_by_hand(h, victim, extra):
     program = parse_trace(_tiny_trace(20, 4, 1))
     assert program.base_cost == 26.0
-    tr = replay_trace(program, 16, options=DTROptions.simrd(h))
+    tr = replay_trace(program, 16, options=SimrdOptions(h))
     assert (tr.evicted, tr.extra_cost) == ([victim], extra)
 
 
@@ -79,7 +81,7 @@ def test_simrd_stops_at_the_first_score_of_zero():
     last of them (x2). The real simrd evicts the same (checked outside the tests)."""
     trace = _tiny_trace(0, 0, 1)
     for h, victim in (("dtr", "x1"), ("msps", "x1"), ("lru", "x2")):
-        assert replay_trace(trace, 16, options=DTROptions.simrd(h)).evicted == [victim]
+        assert replay_trace(trace, 16, options=SimrdOptions(h)).evicted == [victim]
 
 
 def test_the_portfolio_on_the_tiny_trace_takes_msps():
@@ -154,7 +156,7 @@ def test_the_portfolio_picks_the_cheaper_of_two_by_hand(n, want):
 def test_on_a_trace_the_portfolio_is_at_or_below_each_of_simrds_four(family, size, ratio):
     """A generated trace (views, multi-output ops, MUTATE, constants): the portfolio's run
     costs exactly the least of its candidates, each replayed alone by `replay_trace`,
-    simrd's four as simrd runs them (`DTROptions.simrd`) among them; where none finishes,
+    simrd's four as simrd runs them (`SimrdOptions`) among them; where none finishes,
     ThrashError."""
     program = parse_trace(generated_trace(family, size))
     alone = []

@@ -6,17 +6,15 @@ import math
 
 import pytest
 
+from minigraph.dtr_research import SimrdLogError, parse_trace, replay_trace
 from minigraph.errors import BudgetError, MinigraphError, ThrashError
 from minigraph.examples import linear_chain
 from minigraph.runtime.dtr import (
     DTROptionError,
     DTROptions,
     DTRRuntime,
-    SimrdLogError,
     get_heuristic,
-    neighborhood,
-    parse_trace,
-    replay_trace,
+    neighbourhood,
     simulate,
 )
 from minigraph.runtime.dtr.program import as_program
@@ -32,14 +30,14 @@ def chain(n):
 def looked(monkeypatch) -> list[int]:
     """`looked[0]`: tensors the evicted-neighbourhood searches visit during the test."""
     count = [0]
-    reach = neighborhood._reach
+    reach = neighbourhood._reach
 
     def counting(t, edges, evicted, seen):
         before = len(seen)
         found = reach(t, edges, evicted, seen)
         count[0] += len(seen) - before
         return found
-    monkeypatch.setattr(neighborhood, "_reach", counting)
+    monkeypatch.setattr(neighbourhood, "_reach", counting)
     return count
 
 
@@ -69,14 +67,14 @@ def test_split_neighbourhood_caches_make_the_decisions_of_a_fresh_search():
     """e* is the cached ancestors' part plus the descendants' part: the same evictions and
     costs as a run that searches e* afresh at every decision, on chains that finish."""
     class Fresh(DTRRuntime):
-        def neighbor_cost(self, t):
+        def neighbour_cost(self, t):
             p = self.program
-            return neighborhood.evicted_region(t, p.parents, p.children, self.evicted,
+            return neighbourhood.evicted_region(t, p.parents, p.children, self.evicted,
                                                self.cost_t)
 
-        def live_neighbor_cost(self, t):
+        def live_neighbour_cost(self, t):
             p = self.program
-            return neighborhood.live_evicted_region(t, p.parents, p.children, self.evicted,
+            return neighbourhood.live_evicted_region(t, p.parents, p.children, self.evicted,
                                                     self.dead, self.cost_t)
     p = chain(300)
     for budget in (24, 40, 80):

@@ -254,7 +254,7 @@ def test_a_user_heuristic_is_a_plain_function_of_a_tensor_view():
     seen = []
 
     def biggest_oldest(t: TensorView, now: float) -> float:
-        seen.append((t.name, t.size, t.cost, t.staleness, t.neighbor_cost, t.free_left,
+        seen.append((t.name, t.size, t.cost, t.staleness, t.neighbour_cost, t.free_left,
                      t.address, t.recomputes, t.ancestor_cost, t.eqclass_cost))
         return -t.size * t.staleness
 
@@ -366,14 +366,14 @@ def test_cached_neighbourhood_costs_are_never_stale():
     """e* is cached per tensor and dropped when a tensor its search looked at changes
     state; the run must make exactly the decisions of one that recomputes e* afresh at
     every eviction (the paper scores lazily, over all candidates, at eviction time)."""
-    from minigraph.runtime.dtr.neighborhood import evicted_region, live_evicted_region
+    from minigraph.runtime.dtr.neighbourhood import evicted_region, live_evicted_region
 
     class Fresh(DTRRuntime):
-        def neighbor_cost(self, t):
+        def neighbour_cost(self, t):
             p = self.program
             return evicted_region(t, p.parents, p.children, self.evicted, self.cost_t)
 
-        def live_neighbor_cost(self, t):
+        def live_neighbour_cost(self, t):
             p = self.program
             return live_evicted_region(t, p.parents, p.children, self.evicted, self.dead,
                                        self.cost_t)
@@ -392,7 +392,7 @@ def test_the_live_neighbourhood_skips_dead_descendants_nothing_live_needs():
     """a -> b -> c -> d, with b and c evicted and dead: the paper's e* of a charges b and
     c; dtr-live charges them only once d (live) is evicted too, since only then will
     anything recompute them. Evicted ancestors always count."""
-    from minigraph.runtime.dtr.neighborhood import evicted_region, live_evicted_region
+    from minigraph.runtime.dtr.neighbourhood import evicted_region, live_evicted_region
     up = [[], [0], [1], [2]]
     down = [[1], [2], [3], []]
     cost = [1.0, 10.0, 100.0, 1000.0]
@@ -451,7 +451,8 @@ def test_dead_first_keeps_what_an_evicted_live_tensor_reads():
 # --- options: one record for every entry point ------------------------------------------------
 
 def test_every_entry_point_takes_the_same_options_and_refuses_unknown_ones():
-    from minigraph.runtime.dtr import DTROptionError, DTROptions, replay_trace, write_trace
+    from minigraph.dtr_research import replay_trace, write_trace
+    from minigraph.runtime.dtr import DTROptionError, DTROptions
     g = mlp_training(depth=4, width=16, batch=32)
     opts = DTROptions(heuristic="lru", defrag="last-resort", dead_first=False)
     a = simulate(g, ratio=0.7, options=opts)
@@ -471,8 +472,8 @@ def test_every_entry_point_takes_the_same_options_and_refuses_unknown_ones():
 def test_the_no_evict_peak_is_the_runtimes_own_high_water_mark_without_eviction():
     """`Bounds.peak` is computed by a plain walk over the program; a runtime given an arena
     too large to ever evict reaches exactly that address, and ratio 1.0 fits."""
+    from minigraph.dtr_research import parse_trace, write_trace
     from minigraph.models import get_model
-    from minigraph.runtime.dtr import parse_trace, write_trace
     graphs = [mlp_training(depth=6, width=16, batch=64), linear_chain(12),
               get_model("lstm", T=6, hidden=16, batch=32, input=8).graph]
     programs = [program_from_graph(g) for g in graphs]

@@ -1,4 +1,4 @@
-"""The simrd-compatible option set (`DTROptions.simrd()`, storages.py): the DTR authors'
+"""The simrd-compatible option set (`SimrdOptions()`, dtr_research/simrd.py): the DTR authors'
 simulator's rules on small hand-written traces, and its totals on generated traces.
 
 simrd itself is not needed: the expected numbers are derived by hand in the comments, or
@@ -20,11 +20,12 @@ import math
 
 import pytest
 
+from minigraph.dtr_research import parse_trace, replay_trace
+from minigraph.dtr_research.simrd import SimrdOptions, SimrdRuntime
+from minigraph.dtr_research.tracegen import generated_trace
 from minigraph.errors import BudgetError, GraphError
-from minigraph.runtime.dtr import DTROptions, DTRRuntime, parse_trace, replay_trace
+from minigraph.runtime.dtr import DTROptions, DTRRuntime
 from minigraph.runtime.dtr.heuristics import DTROptionError
-from minigraph.runtime.dtr.simrd import SimrdRuntime
-from minigraph.runtime.dtr.tracegen import generated_trace
 
 
 def L(**kw):
@@ -60,7 +61,7 @@ def test_a_view_is_re_run_when_its_storage_comes_back():
     # the only evictable one, goes, and v with it. b's release evicts b. d locks c, then
     # rematerialises v: first a (f, 10; 100 + 100 <= 250), then the view op (3); d fits
     # (250). Extra compute 10 + 3 = 13; base 10 + 3 + 10 + 10 + 10 = 43.
-    tr = replay_trace(VIEWS, 250, options=DTROptions.simrd("dtr", **NO_LIMIT))
+    tr = replay_trace(VIEWS, 250, options=SimrdOptions("dtr", **NO_LIMIT))
     assert (tr.base_cost, tr.extra_cost, tr.rematerializations) == (43, 13, 2)
     assert tr.evicted == ["a"] and tr.fake_deletes == 1          # a by pressure; b released
     # Our runtime: a view is a 0-byte tensor outside the arena whose reads need the base:
@@ -88,12 +89,12 @@ def test_a_multi_output_op_needs_room_for_every_output_when_re_run():
     # BOTH outputs (300): 300 + 300 > 400, z goes, still 500 > 400 and nothing is left:
     # out of memory (recorded from simrd: MemoryError). Our runtime places q alone (100).
     with pytest.raises(BudgetError, match="nothing left to evict"):
-        replay_trace(SPLIT, 400, options=DTROptions.simrd("lru", **NO_LIMIT))
+        replay_trace(SPLIT, 400, options=SimrdOptions("lru", **NO_LIMIT))
     ours = replay_trace(SPLIT, 400, allocator="ideal", heuristic="lru", **NO_LIMIT)
     assert ours.total_cost == 120
     # simrd's DTR evicts p instead (20 / (200 B x 10) < 20 / (100 B x 10)); recorded from
     # simrd: total 120 (base 60 + extra 60), p evicted twice and z once.
-    tr = replay_trace(SPLIT, 400, options=DTROptions.simrd("dtr", **NO_LIMIT))
+    tr = replay_trace(SPLIT, 400, options=SimrdOptions("dtr", **NO_LIMIT))
     assert (tr.base_cost, tr.total_cost, tr.evicted) == (60, 120, ["p", "z", "p"])
 
 
@@ -117,7 +118,7 @@ def test_constants_and_a_mutated_constant_count_inside_the_budget():
     assert p.tensors[m].kind == "constant" and not p.replayable[m]
     # addcdiv_ holds w, m, a (300) and writes 100: 400 bytes, nothing can go before
     assert p.bounds().lower == 400
-    for options in (DTROptions.simrd("dtr"), DTROptions()):
+    for options in (SimrdOptions("dtr"), DTROptions()):
         assert replay_trace(OPT, 400, options=options).overhead == 1.0
         with pytest.raises(BudgetError):
             replay_trace(OPT, 399, options=options)
@@ -142,7 +143,7 @@ def test_the_preset_reproduces_simrds_totals_on_generated_traces(key):
     family, size, ratio = key
     program = parse_trace(generated_trace(family, size))
     for h, want in RECORDED[key].items():
-        opts = DTROptions.simrd(h, **NO_LIMIT)
+        opts = SimrdOptions(h, **NO_LIMIT)
         if want == "OOM":
             with pytest.raises(BudgetError):
                 replay_trace(program, ratio=ratio, options=opts)
@@ -171,13 +172,13 @@ def test_the_generated_traces_use_every_instruction():
 
 def test_the_preset_refuses_what_it_cannot_run():
     with pytest.raises(DTROptionError, match="simrd's heuristics"):
-        replay_trace(VIEWS, 250, options=DTROptions.simrd("megengine"))
-    with pytest.raises(DTROptionError, match="rules must be"):
-        DTROptions(rules="pytorch")
-    with pytest.raises(DTROptionError, match="simulate runs"):
-        DTRRuntime(parse_trace(VIEWS), 250, options=DTROptions.simrd())
+        replay_trace(VIEWS, 250, options=SimrdOptions("megengine"))
+    with pytest.raises(DTROptionError, match="unknown DTR option 'rules'"):
+        DTROptions().replace(rules="simrd")     # not the runtime's: the wing's SimrdOptions
+    with pytest.raises(DTROptionError, match="must be a DTROptions, not SimrdOptions"):
+        DTRRuntime(parse_trace(VIEWS), 250, options=SimrdOptions())
     from minigraph.examples import mlp_training
     from minigraph.runtime.dtr import program_from_graph
     with pytest.raises(DTROptionError, match="trace"):
         SimrdRuntime(program_from_graph(mlp_training(depth=2, width=4, batch=2)), 10**6,
-                     DTROptions.simrd())
+                     SimrdOptions())

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from minigraph.dtr_research import checkmate, chen_at, chen_curve, chen_sqrt, evaluate_sequence
 from minigraph.errors import GraphError
 from minigraph.examples import linear_chain, mlp_training
-from minigraph.runtime.dtr import (
-    checkmate,
-    chen_at,
-    chen_curve,
-    chen_sqrt,
-    evaluate_sequence,
-    program_from_graph,
-    simulate,
-)
+from minigraph.runtime.dtr import program_from_graph, simulate
 
 
 def chain(n):

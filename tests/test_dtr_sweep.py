@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from minigraph.dtr_research import chen_sqrt
 from minigraph.examples import mlp_training
 from minigraph.experiments.dtr import format_rows, sweep
-from minigraph.runtime.dtr import chen_sqrt, program_from_graph
+from minigraph.runtime.dtr import program_from_graph
 from minigraph.viz.plots import plot_sweep
 
 

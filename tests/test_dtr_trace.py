@@ -6,17 +6,11 @@ import json
 
 import pytest
 
+from minigraph.dtr_research import SimrdOptions, parse_trace, replay_trace, write_trace
+from minigraph.dtr_research.simrd_log import SimrdLogError
 from minigraph.examples import mlp_training
-from minigraph.runtime.dtr import (
-    DTROptions,
-    parse_trace,
-    program_from_graph,
-    replay_trace,
-    simulate,
-    write_trace,
-)
+from minigraph.runtime.dtr import program_from_graph, simulate
 from minigraph.runtime.dtr.program import resolve_budget
-from minigraph.runtime.dtr.simrd_log import SimrdLogError
 
 
 def L(**kw):
@@ -146,7 +140,7 @@ def test_a_graph_written_as_a_trace_replays_with_the_same_costs(tmp_path):
     live = p.bounds().live
     assert live >= p.baseline_peak
     assert replay_trace(p, live, allocator="ideal").overhead == 1.0
-    assert replay_trace(p, live, options=DTROptions.simrd()).overhead == 1.0
+    assert replay_trace(p, live, options=SimrdOptions()).overhead == 1.0
     assert simulate(q, ratio=1.0, allocator="ideal").overhead == 1.0
     tight = replay_trace(p, p.bounds().safe)
     assert tight.budget < p.peak() and tight.total_cost >= tight.base_cost

@@ -19,7 +19,7 @@ from minigraph.memory.online import (
     OutOfMemoryError,
     StitchingAllocator,
     as_trace,
-    simulate,
+    replay_allocator,
     trace_from_schedule,
 )
 
@@ -51,12 +51,12 @@ def test_stitch_trace_caching_56_expandable_40_gmlake_36():
     gmlake: grows by 12 MiB three times; c is stitched from the two 12 MiB holes (12 + 8).
       Reserved 36 MiB, 3 device allocations, 1 stitch.
     """
-    caching = simulate(STITCH, "caching", check=True)
+    caching = replay_allocator(STITCH, "caching", check=True)
     e = ExpandableAllocator()
     expandable = e.replay(STITCH, check=True)
     e2 = ExpandableAllocator(large_page=2 * MiB)
     fine = e2.replay(STITCH, check=True)
-    gmlake = simulate(STITCH, "gmlake", check=True)
+    gmlake = replay_allocator(STITCH, "gmlake", check=True)
     assert (caching.peak_reserved, caching.device_mallocs) == (56 * MiB, 4)
     assert (expandable.peak_reserved, expandable.device_mallocs, e.pages_mapped) == (
         40 * MiB, 2, 2)
@@ -80,20 +80,20 @@ def test_batch_grows_by_one_caching_104_expandable_60_gmlake_52():
     gmlake: 48 MiB, then stitches the 13 MiB requests from 12 MiB holes until 9 MiB are
       left, and grows by the 4 MiB shortfall: 52 MiB.
     """
-    assert simulate(BATCH, "caching", check=True).peak_reserved == 104 * MiB
-    e = simulate(BATCH, "expandable", check=True)
+    assert replay_allocator(BATCH, "caching", check=True).peak_reserved == 104 * MiB
+    e = replay_allocator(BATCH, "expandable", check=True)
     assert (e.peak_reserved, e.device_mallocs) == (60 * MiB, 3)
-    assert simulate(BATCH, "expandable", large_page=2 * MiB).peak_reserved == 52 * MiB
-    assert simulate(BATCH, "gmlake", check=True).peak_reserved == 52 * MiB
+    assert replay_allocator(BATCH, "expandable", large_page=2 * MiB).peak_reserved == 52 * MiB
+    assert replay_allocator(BATCH, "gmlake", check=True).peak_reserved == 52 * MiB
 
 
 def test_a_single_tensor_pays_for_a_whole_page():
     """The price of 20 MiB pages: one 12 MiB tensor maps 20 MiB; caching cuts a 12 MiB
     segment; with 2 MiB pages expandable maps 12 MiB."""
     one = [("alloc", "t", 12 * MiB), ("free", "t", 0)]
-    assert simulate(one, "caching").peak_reserved == 12 * MiB
-    assert simulate(one, "expandable").peak_reserved == 20 * MiB
-    assert simulate(one, "expandable", large_page=2 * MiB).peak_reserved == 12 * MiB
+    assert replay_allocator(one, "caching").peak_reserved == 12 * MiB
+    assert replay_allocator(one, "expandable").peak_reserved == 20 * MiB
+    assert replay_allocator(one, "expandable", large_page=2 * MiB).peak_reserved == 12 * MiB
 
 
 def test_best_fit_takes_the_growable_block_at_the_end_last():
@@ -179,7 +179,7 @@ def test_expandable_is_registered_and_compared():
     rows = compare_allocators(step, allocators=("caching", "expandable", "gmlake"),
                               planners=("greedy-size",))
     by = {r.method: r for r in rows}
-    e = simulate(trace_from_schedule(step), "expandable")
+    e = replay_allocator(trace_from_schedule(step), "expandable")
     assert by["expandable"].reserved == e.peak_reserved
     assert by["expandable"].device_calls == e.device_mallocs
 

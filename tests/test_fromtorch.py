@@ -27,8 +27,11 @@ from minigraph.fromtorch import (  # noqa: E402
     from_torch,
     report,
 )
-from minigraph.memory.online import ALLOCATORS, trace_from_schedule  # noqa: E402
-from minigraph.memory.online import simulate as replay  # noqa: E402
+from minigraph.memory.online import (  # noqa: E402
+    ALLOCATORS,
+    replay_allocator,  # noqa: E402
+    trace_from_schedule,
+)
 from minigraph.memory.planners import JOINT_PLANNERS, PLANNERS, options_for  # noqa: E402
 from minigraph.ops import flops_of  # noqa: E402
 from minigraph.runtime.dtr import simulate  # noqa: E402
@@ -271,7 +274,7 @@ def test_graph_with_opaque_ops_replays_through_every_online_allocator():
     assert opaque_out & {e[1] for e in trace}          # the opaque outputs are allocated
     peak = max(mg.liveness(g, alignment=1).live_bytes())
     for name in sorted(ALLOCATORS):
-        result = replay(trace, name, check=True)
+        result = replay_allocator(trace, name, check=True)
         assert result.peak_requested == peak, name
         assert result.peak_reserved >= result.peak_allocated >= peak, name
 

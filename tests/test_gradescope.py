@@ -62,7 +62,7 @@ def my_heuristic(t, now):
     """h_DTR as lesson 07 shows it."""
     if t.pinned:
         return math.inf
-    return (t.cost + t.neighbor_cost) / (t.size * t.staleness)
+    return (t.cost + t.neighbour_cost) / (t.size * t.staleness)
 '''
 
 

@@ -170,7 +170,7 @@ def test_the_librarys_liveness_scores_below_the_stated_mark(my_liveness) -> None
 
 def test_the_shown_formula_scores_below_the_stated_mark(my_heuristic) -> None:
     def shown(t, now):
-        return math.inf if t.pinned else (t.cost + t.neighbor_cost) / (t.size * t.staleness)
+        return math.inf if t.pinned else (t.cost + t.neighbour_cost) / (t.size * t.staleness)
 
     report = check_heuristic(shown, progress=False)
     assert report.n_passed == report.total, report.summary()        # correct on every case

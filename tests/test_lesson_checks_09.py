@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 from minigraph.lessons import l09
-from minigraph.memory.online import CachingAllocator, MiB, simulate
+from minigraph.memory.online import CachingAllocator, MiB, replay_allocator
 
 LESSON = Path(__file__).resolve().parents[1] / "lessons" / "src" / "09_online_allocators.py"
 
@@ -18,7 +18,8 @@ def test_exercise_1_best_fit_below_first_fit():
     good = [("alloc", "a", 2 * MiB), ("alloc", "x", MiB), ("alloc", "b", MiB),
             ("alloc", "y", MiB), ("free", "a"), ("free", "b"), ("alloc", "c", MiB),
             ("alloc", "d", 2 * MiB)]
-    assert simulate(good, "best-fit").peak_reserved < simulate(good, "first-fit").peak_reserved
+    assert replay_allocator(good, "best-fit").peak_reserved < \
+        replay_allocator(good, "first-fit").peak_reserved
     assert l09.exercise_1(good)[0]
     tie = [("alloc", "a", MiB), ("free", "a"), ("alloc", "b", MiB)]
     for wrong in (tie, good + [("free", "c")], [("free", "zz")], "trace", None):
@@ -42,7 +43,7 @@ def test_exercise_2_fragmented_request_only():
 
 
 def test_exercise_3_caching_bytes_for_the_hole_trace():
-    truth = simulate(l09.HOLE, "caching").peak_reserved
+    truth = replay_allocator(l09.HOLE, "caching").peak_reserved
     assert l09.exercise_3(truth)[0]
     for wrong in (12 * MiB, truth // MiB, truth + 512, str(truth), None):
         ok, why = l09.exercise_3(wrong)

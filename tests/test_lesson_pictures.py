@@ -21,21 +21,16 @@ matplotlib.use("Agg")
 
 import minigraph as mg  # noqa: E402
 from minigraph import examples  # noqa: E402
+from minigraph.dtr_research import checkmate, chen_curve
 from minigraph.experiments import techniques  # noqa: E402
 from minigraph.experiments.dtr import sweep  # noqa: E402
 from minigraph.graph import fmt_bytes  # noqa: E402
 from minigraph.lessons import l00, l04, l06, l07  # noqa: E402
 from minigraph.memory.buffers import Placement  # noqa: E402
-from minigraph.memory.online import simulate as allocate  # noqa: E402
+from minigraph.memory.online import replay_allocator  # noqa: E402
 from minigraph.memory.planners.greedy import lowest_gap  # noqa: E402
 from minigraph.models import MODELS, get_model  # noqa: E402
-from minigraph.runtime.dtr import (  # noqa: E402
-    HEURISTICS,
-    budget_bounds,
-    checkmate,
-    chen_curve,
-    simulate,
-)
+from minigraph.runtime.dtr import HEURISTICS, budget_bounds, simulate
 from minigraph.viz import plots  # noqa: E402
 from minigraph.viz.allocator_plots import plot_arena  # noqa: E402
 from minigraph.viz.explorer import MemoryExplorer, WidgetState  # noqa: E402
@@ -183,7 +178,7 @@ def test_d1_checkmate_is_drawn_at_the_budget_it_was_given() -> None:
 
 def test_d2_the_score_hint_leads_to_the_missing_ingredient_and_errors_are_messages() -> None:
     ok, why = l07.exercise_2(lambda t, now: t.cost / (t.size * t.staleness))
-    assert not ok and "neighbor_cost" in why
+    assert not ok and "neighbour_cost" in why
     ok, why = l07.exercise_2(lambda t, now: {}["missing"])
     assert not ok and "KeyError" in why
 
@@ -215,7 +210,7 @@ def test_d5_allocator_titles_name_both_peaks_and_lesson_09_counts_its_events() -
     MiB = 2**20
     trace = [("alloc", f"m{i}", 13 * MiB) for i in range(4)] + \
         [("free", f"m{i}", 0) for i in range(4)]
-    r = allocate(trace, "caching")
+    r = replay_allocator(trace, "caching")
     assert r.peak_allocated != r.peak_requested            # rounded up: 14 MiB blocks
     title = plot_arena(r).get_title()
     assert "handed out" in title and "requested" in title and "rounded up" in title
@@ -274,9 +269,9 @@ def test_d8_e_star_is_the_neighbourhood_without_the_own_cost() -> None:
     text = prose("07")
     assert "own cost not included" in text and "$c_0(t) + e^*(t)$" not in text.replace(
         r"\frac{c_0(t) + e^*(t)}", "")
-    from minigraph.runtime.dtr import heuristics, neighborhood
+    from minigraph.runtime.dtr import heuristics, neighbourhood
     assert "own cost c0 not included" in heuristics.__doc__
-    assert "e*(t) = c0" not in neighborhood.__doc__
+    assert "e*(t) = c0" not in neighbourhood.__doc__
     assert "e* = c0" not in heuristics.dtr.__doc__
 
 

@@ -34,8 +34,8 @@ from minigraph.memory.online import (
     buffers_from_trace,
     make_allocator,
     peak_live,
+    replay_allocator,
     roundup_power2_next_division,
-    simulate,
     total_allocated,
     trace_from_buffers,
     trace_from_schedule,
@@ -112,7 +112,7 @@ def test_a_dtr_style_run_with_events_is_accepted():
         events = [("alloc", "a", 3 * MiB), ("free", "a"), ("alloc", "a", 3 * MiB),
                   ("free", "a", 3 * MiB)]
     assert as_trace(Run()) == [("alloc", "a", 3 * MiB), ("free", "a", 3 * MiB)] * 2
-    r = simulate(Run(), "caching", check=True)
+    r = replay_allocator(Run(), "caching", check=True)
     assert r.peak_requested == 3 * MiB and r.device_mallocs == 1
     b = buffers_from_trace(Run())
     assert [x.id for x in b] == [("a", 0), ("a", 1)] and b[0].end < b[1].start
@@ -132,7 +132,7 @@ HOLE = [("alloc", "A", 4 * MiB), ("alloc", "B", 2 * MiB), ("free", "A", 0),
 
 def test_first_fit_cannot_use_a_hole_too_small_and_grows_the_arena():
     # MODeL's figure 4: A is freed, C is larger than A's hole, so the arena grows.
-    r = simulate(HOLE, "first-fit", check=True)
+    r = replay_allocator(HOLE, "first-fit", check=True)
     assert r.peak_requested == 8 * MiB
     assert r.peak_reserved == 12 * MiB
     assert r.fragmentation == 4 * MiB
@@ -142,7 +142,7 @@ def test_first_fit_cannot_use_a_hole_too_small_and_grows_the_arena():
 def test_growth_extends_a_free_block_at_the_top():
     trace = [("alloc", "A", 2 * MiB), ("alloc", "B", 2 * MiB), ("free", "B", 0),
              ("alloc", "C", 3 * MiB)]
-    r = simulate(trace, "first-fit", check=True)
+    r = replay_allocator(trace, "first-fit", check=True)
     assert r.peak_reserved == 5 * MiB            # B's 2 MiB at the top grew by 1 MiB
 
 
@@ -158,7 +158,7 @@ def test_best_fit_takes_the_smallest_hole_first_fit_the_lowest():
 
 def test_arena_capacity_is_enforced():
     with pytest.raises(OutOfMemoryError, match="cannot grow"):
-        simulate(HOLE, "first-fit", capacity=10 * MiB)
+        replay_allocator(HOLE, "first-fit", capacity=10 * MiB)
 
 
 # The caching allocator -------------------------------------------------------------------
@@ -179,13 +179,13 @@ def test_rounding_rules_follow_pytorch():
 
 
 def test_small_requests_share_one_2mib_segment():
-    r = simulate([("alloc", k, 300 * KB) for k in range(6)], "caching", check=True)
+    r = replay_allocator([("alloc", k, 300 * KB) for k in range(6)], "caching", check=True)
     assert r.device_mallocs == 1 and r.peak_reserved == 2 * MiB
 
 
 def test_mid_size_requests_share_one_20mib_segment():
     trace = [("alloc", k, 3 * MiB) for k in range(6)]
-    r = simulate(trace, "caching", check=True)
+    r = replay_allocator(trace, "caching", check=True)
     assert r.device_mallocs == 1 and r.peak_reserved == 20 * MiB
 
 
@@ -206,8 +206,8 @@ def test_a_small_remainder_of_a_large_block_is_not_split():
 
 def test_max_split_size_keeps_oversize_blocks_whole():
     trace = [("alloc", "big", 40 * MiB), ("free", "big", 0), ("alloc", "mid", 3 * MiB)]
-    assert simulate(trace, "caching").peak_reserved == 40 * MiB
-    r = simulate(trace, "caching", max_split_size=32 * MiB, check=True)
+    assert replay_allocator(trace, "caching").peak_reserved == 40 * MiB
+    r = replay_allocator(trace, "caching", max_split_size=32 * MiB, check=True)
     assert r.peak_reserved == 60 * MiB and r.device_mallocs == 2
 
 
@@ -226,7 +226,8 @@ def test_out_of_memory_is_a_typed_error_naming_the_tensor():
 
 
 def test_cupy_pool_makes_exact_segments_in_one_pool():
-    r = simulate([("alloc", "a", 100 * KB), ("alloc", "b", 3 * MiB)], "cupy-pool", check=True)
+    r = replay_allocator([("alloc", "a", 100 * KB), ("alloc", "b", 3 * MiB)], "cupy-pool",
+                         check=True)
     assert r.peak_reserved == 100352 + 3 * MiB and r.device_mallocs == 2
 
 
@@ -242,7 +243,7 @@ def test_stitching_serves_a_request_from_noncontiguous_free_blocks():
     assert r.stitches == 1 and g.states["S3 stitch"] == 1
     assert len(g.live["c"]) == 2
     assert r.peak_reserved == 36 * MiB
-    assert simulate(STITCH, "caching").peak_reserved == 56 * MiB
+    assert replay_allocator(STITCH, "caching").peak_reserved == 56 * MiB
 
 
 def test_stitching_grows_by_the_shortfall_only():
@@ -390,7 +391,7 @@ def test_pictures_draw(small_graph):
         plot_static,
     )
     trace = trace_from_schedule(small_graph)
-    r = simulate(trace, "gmlake")
+    r = replay_allocator(trace, "gmlake")
     assert plot_arena(r) is not None
     plan = static_plan(trace, "greedy-size")
     assert plan.placement.arena_bytes >= peak_live(trace) and plan.events == len(trace)
@@ -423,7 +424,7 @@ def test_dtr_runs_replay_through_every_allocator():
         s.step(ev)
         assert s.reserved <= c.reserved
     for name in ALLOCATORS:
-        simulate(events, name, check=True)
+        replay_allocator(events, name, check=True)
     rows = compare_allocators(g, planners=["greedy-size"], dtr=runs)
     assert any(r.trace == label and r.method == "gmlake" for r in rows)
 
@@ -521,7 +522,7 @@ def test_online_first_fit_places_every_block_where_the_one_first_fit_arena_does(
     trace = [("alloc", "a", 1024), ("alloc", "b", 2048), ("alloc", "c", 512),
              ("free", "a", 1024), ("alloc", "d", 512), ("free", "c", 512),
              ("alloc", "e", 4096), ("alloc", "f", 1024)]
-    r = simulate(trace, "first-fit", alignment=512, check=True)
+    r = replay_allocator(trace, "first-fit", alignment=512, check=True)
     big, addr = FirstFitArena(1 << 20), {}
     for kind, tid, size in trace:
         if kind == "alloc":

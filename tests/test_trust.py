@@ -16,6 +16,10 @@ from graphgen import bytes_equal, chain_graph, feeds_for, random_graph
 
 import minigraph as mg
 from minigraph import cli
+from minigraph.dtr_research import parse_trace, replay_trace
+from minigraph.dtr_research.portfolio import replay_best
+from minigraph.dtr_research.simrd_log import SimrdLogError
+from minigraph.dtr_research.tracegen import generated_trace
 from minigraph.errors import (
     ArgumentError,
     BudgetError,
@@ -32,25 +36,15 @@ from minigraph.memory import Buffer, planners
 from minigraph.memory.csvio import CSVError, read_problem, write_problem
 from minigraph.memory.instances import random_buffers
 from minigraph.memory.liveness import liveness
-from minigraph.memory.online import AllocatorOptionError, TraceError, as_trace
-from minigraph.memory.online import simulate as simulate_allocator
+from minigraph.memory.online import AllocatorOptionError, TraceError, as_trace, replay_allocator
 from minigraph.memory.plan import MemoryPlan, offset_alignment
 from minigraph.memory.planners.engine.budget import stack_unplaced
 from minigraph.models import get_model
-from minigraph.runtime.dtr import (
-    DTRExecutor,
-    budget_bounds,
-    parse_trace,
-    replay_trace,
-    simulate,
-)
+from minigraph.runtime.dtr import DTRExecutor, budget_bounds, simulate
 from minigraph.runtime.dtr.allocator import PartitionedArena
 from minigraph.runtime.dtr.modes import ArrayBackend
-from minigraph.runtime.dtr.portfolio import replay_best
 from minigraph.runtime.dtr.program import as_program
 from minigraph.runtime.dtr.runtime import DTRRuntime
-from minigraph.runtime.dtr.simrd_log import SimrdLogError
-from minigraph.runtime.dtr.tracegen import generated_trace
 
 
 class _Late(Exception):
@@ -342,11 +336,11 @@ def test_a_trace_path_too_long_or_not_a_trace_is_a_typed_error():
 
 def test_the_online_simulator_refuses_unknown_allocators_options_and_traces():
     with pytest.raises(AllocatorOptionError, match="unknown allocator 'nope'"):
-        simulate_allocator([("alloc", "a", 4)], "nope")
+        replay_allocator([("alloc", "a", 4)], "nope")
     with pytest.raises(AllocatorOptionError, match="no_such_option"):
-        simulate_allocator([("alloc", "a", 4)], "caching", no_such_option=1)
+        replay_allocator([("alloc", "a", 4)], "caching", no_such_option=1)
     with pytest.raises(TraceError, match="a list of"):
-        simulate_allocator(5)
+        replay_allocator(5)
 
 
 # --- 16: the CLI's own plan; planners at odd alignments --------------------------------------

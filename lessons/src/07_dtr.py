@@ -43,9 +43,11 @@ from minigraph.feeds import random_feeds
 from minigraph.graph import fmt_bytes
 from minigraph.lessons import check_answers, l07
 from minigraph.models import get_model
-from minigraph.runtime.dtr import (HEURISTICS, DTRExecutor, DTROptions, DTRRuntime,
-                                   TensorView, budget_bounds, chen_sqrt, get_heuristic,
-                                   program_from_graph, run_minimal, simulate)
+from minigraph.dtr_research import chen_sqrt
+from minigraph.runtime.dtr import (
+    HEURISTICS, DTRExecutor, DTROptions, DTRRuntime, TensorView, budget_bounds, get_heuristic,
+    program_from_graph, run_minimal, simulate,
+)
 from minigraph.viz.plots import plot_dtr_timeline, plot_sweep
 
 
@@ -245,7 +247,7 @@ assert all(not math.isinf(chain_rows[n, 1]["dtr"]) for n in (100, 400))
 # own cost not included): the evicted ancestors that recomputing t would need and the
 # evicted descendants that would need t. Evicting t next to a long evicted run makes that
 # run dearer, and $e^*$ charges it. The full runtime's heuristics read it as
-# `t.neighbor_cost`; the paper's union-find approximation, `dtr-eqclass`, and others are
+# `t.neighbour_cost`; the paper's union-find approximation, `dtr-eqclass`, and others are
 # compared in lesson 07b.
 
 # %% [markdown]
@@ -381,7 +383,7 @@ assert below == sorted(below, reverse=True), "more room, further below"
 # and budgets and compares every eviction with `minimal.py`'s.
 #
 # **2.** Write an eviction score `my_score(t, now)` (lower = evict first; `t` is a
-# `TensorView`: `t.size`, `t.cost`, `t.staleness`, `t.neighbor_cost`, `t.recomputes`,
+# `TensorView`: `t.size`, `t.cost`, `t.staleness`, `t.neighbour_cost`, `t.recomputes`,
 # ...; see `heuristics.py`) and set `ANSWER_2 = my_score`. It passes when, on
 # `linear_chain(200)` with sqrt(200) tensors of budget, it needs less compute than `lru`.
 #

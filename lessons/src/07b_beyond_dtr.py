@@ -13,8 +13,9 @@
 # delete versus real delete, the union-find of evicted neighbours, the free memory around
 # a block, defragmentation), the DTR paper and its simulator simrd [Kirisame 2021], Coop's
 # sliding window [Zhang 2023]. The code is the engine room of `minigraph/runtime/dtr/`:
-# `runtime.py` (the full runtime), `eviction.py`, `heuristics.py`, `neighborhood.py`,
-# `allocator.py`, `simrd.py`.
+# `runtime.py` (the full runtime), `releases.py`, `room.py`, `eviction.py`,
+# `heuristics.py`, `neighbourhood.py`, `allocator.py`; simrd's rules are the research
+# wing's, `minigraph/dtr_research/simrd.py`.
 
 # %%
 import math
@@ -33,8 +34,8 @@ from minigraph.examples import linear_chain
 from minigraph.experiments.dtr import format_rows, sweep
 from minigraph.lessons import check_answers, l07b
 from minigraph.models import get_model
-from minigraph.runtime.dtr import (DTROptions, generated_trace, get_heuristic, parse_trace,
-                                   replay_trace, simulate)
+from minigraph.dtr_research import SimrdOptions, generated_trace, parse_trace, replay_trace
+from minigraph.runtime.dtr import DTROptions, get_heuristic, simulate
 
 # %%
 
@@ -71,7 +72,7 @@ def cell(x):
 #
 # | | MegEngine 1.4 | minigraph `megengine` | minigraph `dtr-eqclass` |
 # |---|---|---|---|
-# | a class node | `DsuNode` (`parent`, summed time `t`) | `DSU` in `neighborhood.py` (`ScoreInputs.dsu_mge`) | a second `DSU` (`ScoreInputs.dsu_eq`) |
+# | a class node | `DsuNode` (`parent`, summed time `t`) | `DSU` in `neighbourhood.py` (`ScoreInputs.dsu_mge`) | a second `DSU` (`ScoreInputs.dsu_eq`) |
 # | merged on eviction with | evicted producer inputs and sibling outputs (`update_dsu_after_evict`) | the same (`mge_neighbours`) | every evicted neighbour: inputs *and readers* (`Program.adj`) |
 # | merged on fake delete | no: `free` calls `do_drop` without a merge | yes: a fake delete joins like an eviction | yes |
 # | neighbour cost | per evicted input and sibling: max(class time, its own time), a class counted once per neighbour in it | the same (`ScoreInputs.megengine_cost`) | each distinct class of an evicted neighbour once (`eqclass_cost`) |
@@ -140,10 +141,10 @@ assert all(r["mge with eq classes"] < r["megengine"] for r in mge_rows.values())
 # ## 2. The score is half of DTR; the rules are the other half
 #
 # The DTR authors' simulator, simrd [Kirisame 2021], has rules of its own (listed in
-# `minigraph/runtime/dtr/simrd.py`): views share their base's storage; an op locks its
+# `minigraph/dtr_research/simrd.py`): views share their base's storage; an op locks its
 # resident inputs before rematerialising the others; a multi-output op needs room for all
 # its outputs; a released tensor is evicted at once and still counts in its neighbours'
-# neighbourhoods; ties go to the last candidate. `DTROptions.simrd(h)` replays a trace
+# neighbourhoods; ties go to the last candidate. `SimrdOptions(h)` replays a trace
 # with them (`benchmarks/dtr_reference.py` compares it with simrd itself). One of our own
 # rules is `dead_first`: a dead tensor brought back by a neighbour's recomputation goes
 # first, unless an evicted live tensor reads it (its recomputation would fetch it back at
@@ -153,7 +154,7 @@ assert all(r["mge with eq classes"] < r["megengine"] for r in mge_rows.values())
 
 # %%
 log = parse_trace(generated_trace("lstm", 6), name="lstm-6")
-RULES = {"simrd's rules": DTROptions.simrd("dtr"),
+RULES = {"simrd's rules": SimrdOptions("dtr"),
          "ours": DTROptions(heuristic="dtr", allocator="ideal"),
          "ours, dead_first=False": DTROptions(heuristic="dtr", allocator="ideal",
                                               dead_first=False)}

@@ -10,8 +10,8 @@
 # **Source.** Coop [Zhang 2023] (cheap-tensor partitioning, recomputable in-place),
 # Checkmate [Jain 2020], Chen's sqrt(n) checkpointing [Chen 2016], the DTR paper and its
 # simulator's heuristics [Kirisame 2021]. The code is the engine room of
-# `minigraph/runtime/dtr/`: `allocator.py`, `coop_inplace.py`, `checkpoint.py`,
-# `portfolio.py`, `heuristics.py` (`auto`).
+# `minigraph/runtime/dtr/` (`allocator.py`, `coop_inplace.py`, `heuristics.py`: `auto`)
+# and the research wing `minigraph/dtr_research/` (`checkpoint.py`, `portfolio.py`).
 
 # %%
 import dataclasses
@@ -31,10 +31,13 @@ from IPython.display import Markdown, display
 from minigraph.examples import linear_chain
 from minigraph.experiments.dtr import sweep
 from minigraph.models import get_model
-from minigraph.runtime.dtr import (CHEAP_DENSITY, DTROptions, DTRRuntime, OpSpec, Program,
-                                   TensorSpec, budget_bounds, checkmate, chen_curve,
-                                   generated_trace, parse_trace, replay_trace, simulate,
-                                   simulate_best)
+from minigraph.dtr_research import (
+    checkmate, chen_curve, generated_trace, parse_trace, replay_trace, simulate_best,
+)
+from minigraph.runtime.dtr import (
+    CHEAP_DENSITY, DTROptions, DTRRuntime, OpSpec, Program, TensorSpec, budget_bounds,
+    simulate,
+)
 from minigraph.runtime.dtr.heuristics import AUTO_CV, AUTO_RATIO, auto_choice, cost_per_byte_cv
 from minigraph.runtime.dtr.program import program_from_graph
 from minigraph.viz.plots import plot_sweep

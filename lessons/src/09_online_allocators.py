@@ -46,7 +46,7 @@ from minigraph.memory.online import (
     StitchingAllocator,
     make_allocator,
     peak_live,
-    simulate,
+    replay_allocator,
     trace_from_schedule,
 )
 from minigraph.viz.allocator_plots import (
@@ -91,7 +91,7 @@ HOLE = [("alloc", "A", 4 * MiB), ("alloc", "B", 2 * MiB), ("free", "A", 0),
 before_c = HOLE.index(("alloc", "C", 6 * MiB))
 print(f"{len(HOLE)} events; the hole is made by the first {before_c}, C's allocation is "
       f"event {before_c + 1}, the other {len(HOLE) - before_c - 1} free what is left")
-ff = simulate(HOLE, "first-fit")
+ff = replay_allocator(HOLE, "first-fit")
 print(ff.summary())
 assert (ff.peak_reserved, ff.peak_allocated, ff.fragmentation) == (12 * MiB, 8 * MiB, 4 * MiB)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3))
@@ -111,7 +111,7 @@ plt.show()
 # with its free neighbours. When nothing fits, the arena grows at the top (like `sbrk`).
 
 # %%
-results = {name: simulate(trace, name) for name in ("first-fit", "best-fit")}
+results = {name: replay_allocator(trace, name) for name in ("first-fit", "best-fit")}
 for r in results.values():
     print(r.summary())
 fig, axes = plt.subplots(1, 3, figsize=(15, 3.4))
@@ -157,7 +157,7 @@ knobs = {}
 for name, opts in (("default", {}), ("max_split_size 8 MiB", {"max_split_size": 8 * MiB}),
                    ("max_split_size 32 MiB", {"max_split_size": 32 * MiB}),
                    ("roundup_power2_divisions 4", {"roundup_power2_divisions": 4})):
-    knobs[name] = r = simulate(trace, "caching", **opts)
+    knobs[name] = r = replay_allocator(trace, "caching", **opts)
     print(f"{name:28} reserved {r.peak_reserved / MiB:6.1f} MiB, "
           f"{r.device_mallocs} cudaMalloc calls")
 base = knobs["default"]
@@ -188,9 +188,9 @@ STITCH = [("alloc", "a", 12 * MiB), ("alloc", "b", 12 * MiB), ("alloc", "x", 12 
 g = StitchingAllocator()
 stitched = g.replay(STITCH)
 print(stitched.summary())
-print(simulate(STITCH, "caching").summary())
+print(replay_allocator(STITCH, "caching").summary())
 print("pieces of c:", [(b.addr // MiB, b.size // MiB) for b in g.live["c"]], "(MiB: address, size)")
-assert len(g.live["c"]) == 2 and stitched.peak_reserved < simulate(STITCH, "caching").peak_reserved
+assert len(g.live["c"]) == 2 and stitched.peak_reserved < replay_allocator(STITCH, "caching").peak_reserved
 plot_arena(stitched, labels=True)
 plt.show()
 
@@ -212,7 +212,7 @@ for _ in range(200):
         else:
             tr.append(("alloc", k, rng.choice([rng.randint(1, MiB), rng.randint(MiB, 24 * MiB)])))
             live.append(k)
-    diff = simulate(tr, "gmlake").peak_reserved - simulate(tr, "caching").peak_reserved
+    diff = replay_allocator(tr, "gmlake").peak_reserved - replay_allocator(tr, "caching").peak_reserved
     worst = max(worst, diff)
 print("largest (gmlake - caching) reserved over 200 random traces:", worst, "bytes")
 assert worst <= 0
@@ -244,7 +244,7 @@ BATCH = ([("alloc", f"n{i}", 12 * MiB) for i in range(4)]
          + [("alloc", f"m{i}", 13 * MiB) for i in range(4)]
          + [("free", f"m{i}", 0) for i in range(4)])
 RELATIVES = ("caching", "expandable", "expandable-2m", "gmlake")
-batch = {name: simulate(BATCH, name) for name in RELATIVES}
+batch = {name: replay_allocator(BATCH, name) for name in RELATIVES}
 for r in batch.values():
     print(r.summary())
 assert [batch[n].peak_reserved // MiB for n in RELATIVES] == [104, 60, 52, 52]
@@ -281,10 +281,10 @@ plt.show()
 # %%
 one = [("alloc", "t", 12 * MiB), ("free", "t", 0)]
 for name in RELATIVES:
-    print(f"{name:14} STITCH trace {simulate(STITCH, name).peak_reserved / MiB:5.1f} MiB; "
-          f"one 12 MiB tensor {simulate(one, name).peak_reserved / MiB:5.1f} MiB")
-assert simulate(STITCH, "expandable").peak_reserved < simulate(STITCH, "caching").peak_reserved
-assert simulate(one, "expandable").peak_reserved > simulate(one, "caching").peak_reserved
+    print(f"{name:14} STITCH trace {replay_allocator(STITCH, name).peak_reserved / MiB:5.1f} MiB; "
+          f"one 12 MiB tensor {replay_allocator(one, name).peak_reserved / MiB:5.1f} MiB")
+assert replay_allocator(STITCH, "expandable").peak_reserved < replay_allocator(STITCH, "caching").peak_reserved
+assert replay_allocator(one, "expandable").peak_reserved > replay_allocator(one, "caching").peak_reserved
 
 # %% [markdown]
 # On the training step of section 1, each of the four relatives, with the number of device
@@ -364,12 +364,12 @@ else:
             remat.append(("alloc", f"x{k}", size[k]))     # recomputed
         remat += [("alloc", f"g{k}", 5 * MiB), ("free", f"x{k}", 0), ("free", f"g{k}", 0)]
     print("no DTR runtime here: a hand-written recomputation trace of", len(remat), "events")
-remat_results = [simulate(remat, n) for n in ("first-fit", "caching", "expandable", "gmlake")]
+remat_results = [replay_allocator(remat, n) for n in ("first-fit", "caching", "expandable", "gmlake")]
 for r in remat_results:
     print(r.summary())
 print("reserved / peak requested:")
 for r in remat_results:
-    print(f"  {r.name:10} one-peak schedule x{simulate(trace, r.name).ratio:.3f}, "
+    print(f"  {r.name:10} one-peak schedule x{replay_allocator(trace, r.name).ratio:.3f}, "
           f"with recomputation x{r.ratio:.3f}")
 assert all(r.device_frees == 0 for r in remat_results), "no allocator gave memory back"
 plot_allocator_timeline(remat_results)
@@ -420,7 +420,7 @@ plt.show()
 # ## Exercises
 #
 # **1.** Write a trace (at most 8 events) on which **best fit** reserves less than **first
-# fit** (`simulate(t, "best-fit").peak_reserved < simulate(t, "first-fit").peak_reserved`).
+# fit** (`replay_allocator(t, "best-fit").peak_reserved < replay_allocator(t, "first-fit").peak_reserved`).
 # Put it in `TRACE_1`.
 #
 # **2.** After `PREFIX` below, the caching allocator holds one segment with some bytes free

@@ -24,8 +24,7 @@ from ..memory.online.base import AllocatorResult
 from ..memory.online.trace import Event, as_trace, buffers_from_trace, trace_from_schedule
 from ..memory.orders import schedule as make_schedule
 from ..memory.planners import PLANNERS, options_for, plan_buffers
-from ..runtime.dtr import budget_bounds
-from ..runtime.dtr import simulate as dtr_simulate
+from ..runtime.dtr import budget_bounds, simulate
 
 ONLINE = ("first-fit", "best-fit", "caching", "expandable", "expandable-2m", "gmlake")
 SLOW_PLANNERS = ("ilp", "anneal")
@@ -184,7 +183,7 @@ def dtr_events(graph: Graph | Any, budget: int | None = None, *, ratio: float | 
     """The alloc/free events of a DTR run of `graph` (simulated mode: costs only, no
     kernels) under `budget` bytes or `ratio` of its no-rematerialisation peak."""
     graph = getattr(graph, "graph", graph)
-    return as_trace(dtr_simulate(graph, budget=budget, ratio=ratio, **kw))
+    return as_trace(simulate(graph, budget=budget, ratio=ratio, **kw))
 
 
 def dtr_runs(graph: Graph | Any, ratios: Sequence[float] = (0.8, 0.6), *,

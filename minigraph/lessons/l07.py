@@ -145,7 +145,7 @@ def exercise_2(score: Callable[..., float]) -> tuple[bool, str]:
     return False, (f"yours {mine_s}, lru x{lru:.3f}: cheap to recompute, big and stale is "
                    "not enough on a chain, where every tensor costs the same; what makes "
                    "a victim dear is the evicted run it would join: add the cost of its "
-                   "evicted neighbourhood (t.neighbor_cost) to its own")
+                   "evicted neighbourhood (t.neighbour_cost) to its own")
 
 
 # Exercise 3: the chain's smallest budget ----------------------------------------------

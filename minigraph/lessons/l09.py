@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import MinigraphError
-from ..memory.online import CachingAllocator, MiB, simulate
+from ..memory.online import CachingAllocator, MiB, replay_allocator
 
 #: Lesson 09's section 2 trace (MODeL's hole too small [Steiner 2023]); the lesson writes
 #: the same list out (a test keeps the two equal).
@@ -27,8 +27,8 @@ def exercise_1(trace: Any) -> tuple[bool, str]:
     if not isinstance(trace, (list, tuple)) or len(trace) > MAX_EVENTS_1:
         return False, f"TRACE_1 must be a list of at most {MAX_EVENTS_1} events"
     try:
-        bf = simulate(trace, "best-fit").peak_reserved
-        ff = simulate(trace, "first-fit").peak_reserved
+        bf = replay_allocator(trace, "best-fit").peak_reserved
+        ff = replay_allocator(trace, "first-fit").peak_reserved
     except MinigraphError as e:
         return False, f"the trace does not replay: {e}"
     sizes = f"best fit {bf / MiB:g} MiB, first fit {ff / MiB:g} MiB"
@@ -68,7 +68,7 @@ def exercise_2(size: Any) -> tuple[bool, str]:
 
 def exercise_3(answer: Any) -> tuple[bool, str]:
     """Right when `answer` is the bytes the caching allocator reserves for HOLE."""
-    truth = simulate(HOLE, "caching").peak_reserved
+    truth = replay_allocator(HOLE, "caching").peak_reserved
     if answer == truth:
         return True, "A gets a whole segment, and B and C fit in the rest of it"
     hint = ("count bytes, not MiB" if isinstance(answer, (int, float)) and answer * MiB == truth

@@ -61,7 +61,6 @@ def _clause_broken(graph: Graph, live: Liveness, node: Node, step: int, x: str, 
     """The first clause (after the op's declaration) that forbids y taking x's bytes at
     `step`, where `node` runs, under `rule`; "" when none does."""
     ix, iy = live.intervals[x], live.intervals[y]
-    tx, ty = graph.tensors[x], graph.tensors[y]
     for iv in (ix, iy):
         if not iv.planned:
             return f"{iv.name} is not planned (it is a graph {iv.kind})"
@@ -73,13 +72,33 @@ def _clause_broken(graph: Graph, live: Liveness, node: Node, step: int, x: str, 
         return f"{x} is read after step {step} (its last reader runs at step {ix.end})"
     if ix.start >= step:
         return f"{x} is not born before step {step}"
+    why = operand_refusal(graph, node, x, y)
+    if why:
+        return why
+    if colors.get(x, 0) != colors.get(y, 0):
+        return f"{x} has colour {colors.get(x, 0)} and {y} colour {colors.get(y, 0)}"
+    return ""
+
+
+def declared_pairs(node: Node) -> list[tuple[str, str]]:
+    """(input, output) tensor names of `node` whose op declares the pair in-place capable
+    (its kernel reads element i before writing element i), in the op's order."""
+    return [(node.inputs[in_k], node.outputs[out_k])
+            for out_k, in_k in get_op(node.op).inplace
+            if out_k < len(node.outputs) and in_k < len(node.inputs)]
+
+
+def operand_refusal(graph: Graph, node: Node, x: str, y: str) -> str:
+    """The clauses on the two tensors themselves, whatever the schedule: x and y have one
+    dtype and one element count, and `node` reads x through one operand only. Returns
+    the first one broken ("" when both hold). The graph planner (here) and the DTR
+    program (`runtime.dtr.program`) both ask it."""
+    tx, ty = graph.tensors[x], graph.tensors[y]
     if tx.dtype != ty.dtype or prod(tx.shape) != prod(ty.shape):
         return (f"{x} ({tx.dtype}{list(tx.shape)}) and {y} ({ty.dtype}{list(ty.shape)}) "
                 "differ in dtype or size")
     if node.inputs.count(x) != 1:
         return f"{node.name} reads {x} through {node.inputs.count(x)} operands"
-    if colors.get(x, 0) != colors.get(y, 0):
-        return f"{x} has colour {colors.get(x, 0)} and {y} colour {colors.get(y, 0)}"
     return ""
 
 
@@ -94,10 +113,7 @@ def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None
     taken_out: set[str] = set()
     for step, name in enumerate(live.schedule):
         node = graph.node(name)
-        for out_k, in_k in get_op(node.op).inplace:
-            if out_k >= len(node.outputs) or in_k >= len(node.inputs):
-                continue
-            x, y = node.inputs[in_k], node.outputs[out_k]
+        for x, y in declared_pairs(node):
             if x not in taken_in and y not in taken_out and \
                     not _clause_broken(graph, live, node, step, x, y, colors, rule):
                 pairs.append((x, y))

@@ -1,4 +1,4 @@
-"""The executor: the only code that touches arrays.
+"""The executor: runs a static plan on real arrays (DTR's real mode has its own, modes.py).
 
 Without a plan every tensor gets its own buffer (no reuse). With a plan, the executor
 allocates ONE arena of `plan.arena_bytes` and makes every planned tensor a view at its

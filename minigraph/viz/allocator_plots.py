@@ -1,7 +1,7 @@
 """Pictures of online allocation: what each allocator reserves, an arena over time, a
 static plan of the same trace, and reserved against requested bytes. They draw the rows and
 results they are given (`minigraph.experiments.allocators` and
-`minigraph.memory.online.simulate` make them).
+`minigraph.memory.online.replay_allocator` make them).
 """
 
 from __future__ import annotations

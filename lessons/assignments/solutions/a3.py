@@ -4,7 +4,7 @@ it. Its compute overheads are A3's targets: the grader runs it where it is here,
 only its numbers on the public cases (minigraph/grading/answers.json) to the students.
 
 h_DTR [Kirisame 2021], the score lesson 07 shows, is (c0 + e*) / (bytes x staleness): c0 is
-t's own cost (`t.cost`), e* the cost of its evicted neighbourhood (`t.neighbor_cost`): the
+t's own cost (`t.cost`), e* the cost of its evicted neighbourhood (`t.neighbour_cost`): the
 evicted ancestors recomputing t would need and the evicted descendants that would need t.
 It weighs them alike. They are not alike: t is still needed (it is resident and not dead),
 so evicting it WILL cost bringing it back - its own cost and the evicted ancestors it drags
@@ -22,4 +22,4 @@ def my_heuristic(t, now):
     """Score of one resident tensor; the lowest score is evicted first."""
     if t.pinned:
         return math.inf
-    return (2 * t.ancestor_cost + t.neighbor_cost) / (t.size * t.staleness)
+    return (2 * t.ancestor_cost + t.neighbour_cost) / (t.size * t.staleness)

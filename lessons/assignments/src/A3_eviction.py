@@ -21,7 +21,7 @@
 #     h_DTR(t) = (c0(t) + e*(t)) / (memory(t) * staleness(t))
 #
 # with lesson 07's names: `c0` the tensor's own cost (`t.cost`) and `e*` the cost of its
-# *evicted neighbourhood* (`t.neighbor_cost`): the evicted ancestors recomputing it would
+# *evicted neighbourhood* (`t.neighbour_cost`): the evicted ancestors recomputing it would
 # need and the evicted descendants that would need it. A tensor is *pinned* while an op
 # that reads or writes it runs: evicting it would pull its bytes from under the kernel.
 #
@@ -41,10 +41,10 @@
 # | `t.cost` | cost of recomputing it (its producer op) |
 # | `t.staleness` | `now` minus the last time it was used (always > 0) |
 # | `t.recomputes` | how many times it was recomputed so far |
-# | `t.neighbor_cost` | `e*`: the cost of its evicted neighbourhood (lesson 07; without `t.cost`) |
+# | `t.neighbour_cost` | `e*`: the cost of its evicted neighbourhood (lesson 07; without `t.cost`) |
 # | `t.megengine_cost` | MegEngine's `estimate_neighbor_cost` |
 # | `t.ancestor_cost` | `t.cost` plus every evicted ancestor a recomputation would need |
-# | `t.evicted_neighbors`, `t.free_left`, `t.free_right`, `t.name`, `t.kind`, `t.node` | as named |
+# | `t.evicted_neighbours`, `t.free_left`, `t.free_right`, `t.name`, `t.kind`, `t.node` | as named |
 #
 # Return a number; `math.inf` means "never evict this one" - what every pinned tensor
 # must get.

@@ -1,9 +1,9 @@
 """Online allocation: replay a program's alloc/free events through allocator simulators,
 measure what each one reserves, and see the fragmentation a static plan avoids.
 
-    from minigraph.memory.online import trace_from_schedule, simulate
+    from minigraph.memory.online import trace_from_schedule, replay_allocator
     trace = trace_from_schedule(step)                # ("alloc"|"free", tensor, bytes) tuples
-    simulate(trace, "caching").summary()              # reserved vs peak, fragmentation, mallocs
+    replay_allocator(trace, "caching").summary()      # reserved vs peak, fragmentation, mallocs
 
 Reading order: trace.py (the events), base.py (segments, blocks, the books and their
 invariants), arena.py (first fit, best fit), caching.py (PyTorch's caching allocator,
@@ -48,7 +48,7 @@ from .trace import (  # noqa: F401
     trace_from_schedule,
 )
 
-#: name -> allocator class; `simulate(trace, name, **options)` builds one and replays.
+#: name -> allocator class; `replay_allocator(trace, name, **options)` builds one, replays.
 ALLOCATORS: dict[str, Callable[..., OnlineAllocator]] = {
     "first-fit": FirstFitAllocator,
     "best-fit": BestFitAllocator,
@@ -82,8 +82,8 @@ def make_allocator(name: str, **options: Any) -> OnlineAllocator:
                                    f"{', '.join(takes)}") from None
 
 
-def simulate(trace: Any, allocator: str | OnlineAllocator = "caching", *, check: bool = False,
-             **options: Any) -> AllocatorResult:
+def replay_allocator(trace: Any, allocator: str | OnlineAllocator = "caching", *,
+                     check: bool = False, **options: Any) -> AllocatorResult:
     """Replay `trace` (tuples, or a DTR run with `.events`) through an allocator."""
     a = make_allocator(allocator, **options) if isinstance(allocator, str) else allocator
     return a.replay(trace, check=check)

@@ -9,11 +9,11 @@ y sits where x was. What makes it safe under DTR is that the runtime records wha
 happened: x is marked evicted, exactly as if it had been evicted after the op, so a
 recomputation that needs x again re-runs x's producer (x itself is never lost).
 
-The pairs that may share come from the program (`program.inplace_pairs`: declared by the
-op, same bytes, this op is x's last reader). At run time a pair is taken on the op's
-first execution only (a replay runs out of place), when x is resident and pinned by this
-op alone, and x can be recomputed (y, computed from x, holds it). In a partitioned
-arena (allocator.py) a pair is taken only when x and y are of one class, cheap or dear:
+The pairs that may share come from the program (`program.op_inplace_pairs`: the in-place
+rule of `minigraph.memory.inplace`, and this op is x's last reader). At run time a pair is
+taken on the op's first execution only (a replay runs out of place), when x is resident
+and pinned by this op alone, and x can be recomputed (y, computed from x, holds it). In a
+partitioned arena (allocator.py) a pair is taken only when x and y are of one class, cheap or dear:
 a cheap output in a dear tensor's block would undo the partition. Parameters here live
 outside the arena (program.py), so the other half of Coop's in-place, parameter updates
 that must not split the arena, is given already.
@@ -33,7 +33,7 @@ def take_inputs(rt: Any, k: int) -> dict[int, int]:
     p = rt.program
     dear = getattr(rt.arena, "expensive", None)      # a partitioned arena's classes
     taken: dict[int, int] = {}
-    for y, x in p.ops[k].inplace:
+    for x, y in p.ops[k].inplace:
         if rt.state[y] != NEW or rt.state[x] != RES or rt.pins[x] != 1 or \
                 not p.replayable[x] or (dear is not None and dear(x) != dear(y)):
             continue

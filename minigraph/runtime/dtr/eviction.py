@@ -8,11 +8,11 @@ tensors to evict. The rules, in the order they apply:
   outputs of the running op) are offered, flagged, but never taken.
 * **dead first**: a dead tensor (its last reader ran) kept resident after a
   rematerialisation goes before any live one (`DTROptions.dead_first`; the DTR authors'
-  simulator scores it like the others, under rules of its own: simrd.py), unless a live
-  tensor that is evicted now reads it: that tensor's recomputation would only fetch it
-  back (`wanted_back`). DenseNet's concatenations are read again by every later layer's
-  recomputation: evicting them first made h_DTR thrash on its trace at half its peak,
-  and every score at 0.4 (benchmarks/dtr_heuristics.py).
+  simulator scores it like the others, under rules of its own: dtr_research/simrd.py),
+  unless a live tensor that is evicted now reads it: that tensor's recomputation would
+  only fetch it back (`wanted_back`). DenseNet's concatenations are read again by every
+  later layer's recomputation: evicting them first made h_DTR thrash on its trace at half
+  its peak, and every score at 0.4 (benchmarks/dtr_heuristics.py).
 * **protected last**: the inputs that waiting ops still need are offered only when
   nothing else can go (evicting one only to fetch it back is the first step of thrashing;
   `DTROptions.protect`).
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .heuristics import TensorView, dtr, dtr_live, dtr_local
-from .neighborhood import (
+from .neighbourhood import (
     DSU,
     evicted_ancestors,
     evicted_region,
@@ -290,12 +290,12 @@ class ScoreInputs:
                     lst.append(key)
         return c
 
-    def neighbor_cost(self, t: int) -> float:
+    def neighbour_cost(self, t: int) -> float:
         rt, p = self.rt, self.rt.program
         return self._cached("e", t, lambda w: evicted_region(
             t, p.parents, p.children, rt.evicted, rt.cost_t, w, self.up_cost(t)))
 
-    def live_neighbor_cost(self, t: int) -> float:
+    def live_neighbour_cost(self, t: int) -> float:
         rt, p = self.rt, self.rt.program
         return self._cached("l", t, lambda w: live_evicted_region(
             t, p.parents, p.children, rt.evicted, rt.dead, rt.cost_t, w, self.up_cost(t)))
@@ -313,7 +313,7 @@ class ScoreInputs:
         return self._cached("a", t, lambda w: evicted_ancestors(
             t, p.parents, rt.evicted, rt.cost_t, w))
 
-    def evicted_neighbors(self, t: int) -> int:
+    def evicted_neighbours(self, t: int) -> int:
         ev = self.rt.evicted
         return sum(1 for n in self.rt.program.adj[t] if ev[n])
 

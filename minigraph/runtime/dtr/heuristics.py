@@ -10,14 +10,14 @@ computed on demand, so a score that only reads `t.staleness` costs only that):
     t.name          tensor name                    t.size          bytes it occupies (aligned)
     t.cost          c0: cost of its producer op    t.staleness     now - t.last_access (> 0)
     t.last_access   clock of the last read/write   t.recomputes    times it was rematerialised
-    t.neighbor_cost evicted neighbourhood cost: evicted ancestors and descendants reachable
+    t.neighbour_cost evicted neighbourhood cost: evicted ancestors and descendants reachable
                     through evicted tensors: DTR's e*(t), t's own cost c0 not included
-    t.live_neighbor_cost  the same without dead evicted descendants that nothing live
+    t.live_neighbour_cost  the same without dead evicted descendants that nothing live
                     needs any more (dtr-live)
     t.eqclass_cost  the same through union-find classes over inputs and readers (DTR-eq)
     t.megengine_cost MegEngine 1.4's estimate_neighbor_cost (inputs and sibling outputs)
     t.ancestor_cost c0 plus every evicted ancestor needed to recompute it (MSPS)
-    t.evicted_neighbors  how many of its neighbours are evicted
+    t.evicted_neighbours  how many of its neighbours are evicted
     t.address       offset in the arena (None with the ideal allocator)
     t.free_left, t.free_right  free bytes right next to it in the arena
     t.kind          "activation" or "gradient"     t.node          producer node name
@@ -105,16 +105,16 @@ class TensorView:
         return self._rt.pins[self.index] > 0
 
     @property
-    def neighbor_cost(self) -> float:
-        return self._rt.neighbor_cost(self.index)
+    def neighbour_cost(self) -> float:
+        return self._rt.neighbour_cost(self.index)
 
     @property
-    def live_neighbor_cost(self) -> float:
-        return self._rt.live_neighbor_cost(self.index)
+    def live_neighbour_cost(self) -> float:
+        return self._rt.live_neighbour_cost(self.index)
 
     @property
-    def evicted_neighbors(self) -> int:
-        return self._rt.evicted_neighbors(self.index)
+    def evicted_neighbours(self) -> int:
+        return self._rt.evicted_neighbours(self.index)
 
     @property
     def eqclass_cost(self) -> float:
@@ -169,13 +169,13 @@ class Heuristic:
 def dtr(t: TensorView, now: float) -> float:
     """DTR's h_DTR: (c0 + e*(t)) / (memory * staleness): own cost plus the evicted
     neighbourhood's (e*), over bytes and staleness."""
-    return (t.cost + t.neighbor_cost) / (t.size * t.staleness)
+    return (t.cost + t.neighbour_cost) / (t.size * t.staleness)
 
 
 def dtr_live(t: TensorView, now: float) -> float:
     """h_DTR charging only the evicted neighbours that may still be recomputed: a dead
     evicted descendant counts only when a live evicted tensor lies beyond it."""
-    return (t.cost + t.live_neighbor_cost) / (t.size * t.staleness)
+    return (t.cost + t.live_neighbour_cost) / (t.size * t.staleness)
 
 
 def dtr_eqclass(t: TensorView, now: float) -> float:
@@ -274,7 +274,7 @@ def megengine(t: TensorView, now: float, a: float = 1.0, b: float = 1.0, c: floa
 def coop_cost(t: TensorView, now: float) -> float:
     """The per-tensor cost Coop's window sums: (c0 + e*(t)) / staleness (h_DTR times bytes:
     the window already fixes how many bytes are freed, so bytes do not divide here)."""
-    return (t.cost + t.neighbor_cost) / t.staleness
+    return (t.cost + t.neighbour_cost) / t.staleness
 
 
 HEURISTICS: dict[str, Heuristic] = {}

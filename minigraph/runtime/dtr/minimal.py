@@ -1,4 +1,9 @@
-"""DTR in one file, the textbook version [Kirisame 2021]: read it top to bottom.
+"""The DTR loop in one file, the textbook version [Kirisame 2021]: read it top to bottom.
+
+The loop is all here; what it runs and counts comes from five small neighbours, read
+alongside: program.py (the `Program`: ops, tensors, steps, costs), bounds.py (the
+budget check), states.py (a tensor's five states), neighbourhood.py (the union-find of
+evicted classes behind MegEngine's score) and heuristics.py (only its error type).
 
 Run a program op by op under a byte budget. To place an output, *evict* resident tensors,
 the lowest score first; when an op needs an evicted input, *recompute* it by re-running
@@ -20,7 +25,7 @@ from typing import Any
 from ...errors import BudgetError
 from .bounds import check_budget
 from .heuristics import DTROptionError
-from .neighborhood import DSU
+from .neighbourhood import DSU
 from .program import Program, as_program, resolve_budget
 from .states import EVI, EXT, FREED, NEW, RES
 

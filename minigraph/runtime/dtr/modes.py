@@ -1,8 +1,6 @@
 """The two modes of the DTR runtime: `simulate` (costs only) and `DTRExecutor` (kernels).
 
-Both build the same `Program` and run the same `DTRRuntime` with the same `DTROptions`
-(`simulate` runs `SimrdRuntime` instead for `rules="simrd"`: the DTR authors' simulator's
-rules, simrd.py);
+Both build the same `Program` and run the same `DTRRuntime` with the same `DTROptions`;
 real mode adds a backend that owns ONE arena of exactly `budget` bytes (NumPy or CuPy),
 makes every planned tensor a view at the offset the runtime's first-fit allocator gave it,
 runs kernels through the one kernel runner (`minigraph.runtime.kernels`), and carves
@@ -32,7 +30,6 @@ from .options import DTROptionError, DTROptions, dtr_options
 from .program import CostSpec, Program, as_program, resolve_budget
 from .record import DTRTrace
 from .runtime import DTRRuntime
-from .simrd import SimrdRuntime
 
 
 class _ArenaContext(KernelContext):
@@ -175,22 +172,14 @@ def simulate(source: Graph | Program, budget: int | None = None, *,
     fields as keywords: `heuristic="lru"`) say how the runtime runs. Returns the
     `DTRTrace`. Raises BudgetError at once below `budget_bounds(...).lower`.
 
-    The runtime: `DTRRuntime` (runtime.py), or with `rules="simrd"` (`DTROptions.simrd()`,
-    a trace's program only) `SimrdRuntime`, the DTR authors' simulator's rules (simrd.py).
-    The textbook version of the first, for reading: `minimal.py`."""
+    The runtime is `DTRRuntime` (runtime.py); its textbook version, for reading, is
+    `minimal.py`. The DTR authors' simulator's rules run in `minigraph.dtr_research`
+    (`replay_trace` with `SimrdOptions`)."""
     # a model (zoo Model, TorchModel): its graph; a Program as it is (it carries a .graph too)
     program = as_program(source if isinstance(source, Program) else as_graph(source),
                          schedule, alignment, costs)
     b = resolve_budget(program, budget, ratio, ratio_of)
-    options = dtr_options(options, **keywords)
-    if options.rules == "simrd":
-        return SimrdRuntime(program, b, options).run()
-    return DTRRuntime(program, b, options=options).run()
-
-
-def run_program(program: Program, budget: int, options: DTROptions) -> DTRTrace:
-    """`simulate(program, budget, options=options)`: a program, bytes of arena, options."""
-    return simulate(program, budget, options=options)
+    return DTRRuntime(program, b, options=dtr_options(options, **keywords)).run()
 
 
 class DTRExecutor:

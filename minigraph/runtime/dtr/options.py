@@ -17,9 +17,8 @@ from .allocator import ALLOCATORS, partition_threshold
 from .heuristics import DTROptionError, get_heuristic
 
 DEFRAG_MODES = ("first", "last-resort", "never")
-RULES = ("minigraph", "simrd")
 
-__all__ = ["DEFRAG_MODES", "RULES", "DTROptionError", "DTROptions", "dtr_options"]
+__all__ = ["DEFRAG_MODES", "DTROptionError", "DTROptions", "dtr_options"]
 
 
 @dataclass(frozen=True)
@@ -36,10 +35,10 @@ class DTROptions:
     by default"); "last-resort" evicts by the heuristic and compacts only when nothing is
     left to evict; "never" only evicts. `dead_first`: a dead tensor kept after a
     rematerialisation is evicted before any live one, unless an evicted live tensor
-    reads it (eviction.wanted_back); False scores it like any other
-    (so does the DTR authors' simulator [Kirisame 2021], whose other rules differ too:
-    `DTROptions.simrd()`). `protect`: the inputs that ops waiting below a recomputation
-    still need are evicted only when nothing else can go; False offers them like any
+    reads it (eviction.wanted_back); False scores it like any other (so does the DTR
+    authors' simulator [Kirisame 2021], whose other rules differ too:
+    `minigraph.dtr_research.SimrdOptions`). `protect`: the inputs that ops waiting below a
+    recomputation still need are evicted only when nothing else can go; False offers them like any
     other. `relief`: when nothing can be evicted, let go of the inputs that those waiting
     ops have pinned (they are fetched again when those ops resume); False stops with
     BudgetError at once, as minimal.py does. `sample`: False, True for ~sqrt(N)
@@ -52,9 +51,9 @@ class DTROptions:
     per byte) places cheap tensors from the bottom of the arena and the others from the
     top (allocator.py); `recomputable_inplace` lets an in-place capable op write its
     output over an input it is the last reader of, the input becoming evicted but
-    recomputable (coop_inplace.py). `rules`: "minigraph" (runtime.py) or "simrd", the DTR
-    authors' simulator's rules over storages (simrd.py; traces only; the options
-    above that simrd has no counterpart for are ignored): `DTROptions.simrd()`.
+    recomputable (coop_inplace.py). The DTR authors' simulator's rules over storages are
+    not an option of this runtime: they are `minigraph.dtr_research` (`SimrdOptions`,
+    `replay_trace`), which runs on this runtime's programs and traces.
     """
     heuristic: Any = "auto"
     heuristic_args: Mapping[str, Any] | None = None
@@ -70,26 +69,10 @@ class DTROptions:
     select: Callable[[list, int], Any] | None = None
     partition: bool | float = False
     recomputable_inplace: bool = False
-    rules: str = "minigraph"
-
-    @classmethod
-    def simrd(cls, heuristic: str = "dtr", **keywords: Any) -> DTROptions:
-        """The option set that replays a trace as the DTR authors' simulator does
-        (simrd's RuntimeV2EagerOptimized [Kirisame 2021]; simrd.py lists its rules):
-        `heuristic` one of dtr, dtr-eqclass, dtr-local, lru, msps, size, scored as simrd
-        scores them; no memory addresses, no dead-first rule."""
-        base = dict(heuristic=heuristic, rules="simrd", allocator="ideal",
-                    dead_first=False, timeline=False)
-        return cls(**{**base, **_checked(keywords)})
 
     def __post_init__(self) -> None:
         get_heuristic(self.heuristic)       # DTROptionError naming the known ones
-        if self.rules == "simrd" and self.heuristic == "auto":
-            object.__setattr__(self, "heuristic", "dtr")   # simrd's rules: its own four
-        t = self.thrash_limit
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
-            raise DTROptionError(f"thrash_limit must be a number > 0 (math.inf: never "
-                                 f"stop), not {t!r}")
+        checked_thrash_limit(self.thrash_limit)
         if self.allocator not in ALLOCATORS:
             raise DTROptionError(f"allocator must be one of {', '.join(ALLOCATORS)}, "
                                  f"not {self.allocator!r}")
@@ -99,22 +82,29 @@ class DTROptions:
         if partition_threshold(self.partition) is not None and self.allocator != "first-fit":
             raise DTROptionError(f"partition places tensors by address: it needs "
                                  f"allocator='first-fit', not {self.allocator!r}")
-        if self.rules not in RULES:
-            raise DTROptionError(f"rules must be one of {', '.join(RULES)}, not "
-                                 f"{self.rules!r}")
         if not isinstance(self.recomputable_inplace, bool):
             raise DTROptionError(f"recomputable_inplace must be True or False, not "
                                  f"{self.recomputable_inplace!r}")
 
     def replace(self, **changes: Any) -> DTROptions:
         """A copy with `changes` (option names checked)."""
-        return replace(self, **_checked(changes))
+        return replace(self, **checked_names(changes))
 
 
 OPTION_NAMES = tuple(f.name for f in fields(DTROptions))
 
 
-def _checked(keywords: Mapping[str, Any]) -> dict[str, Any]:
+def checked_thrash_limit(t: Any) -> float:
+    """`t` if it is a number > 0 (math.inf: never stop), else DTROptionError."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
+        raise DTROptionError(f"thrash_limit must be a number > 0 (math.inf: never "
+                             f"stop), not {t!r}")
+    return t
+
+
+def checked_names(keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """`keywords` as a dict, if every name is an option's, else DTROptionError naming
+    the options (a typo never runs the defaults silently)."""
     unknown = [k for k in keywords if k not in OPTION_NAMES]
     if unknown:
         raise DTROptionError(f"unknown DTR option {unknown[0]!r}; the options are "

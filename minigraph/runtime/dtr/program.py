@@ -2,7 +2,8 @@
 
 A graph becomes a program by walking its schedule: one `call` per node, then a `release`
 for every tensor whose last reader that node was (the moment a static planner would free
-it). A trace in the DTR authors' JSON-lines format becomes one the same way (simrd_log.py).
+it). A trace in the DTR authors' JSON-lines format becomes one the same way
+(`minigraph.dtr_research.simrd_log`, the research wing, which builds on this module).
 The runtime only ever sees this plain data, so both sources run through the same code.
 
 What counts against the budget (the one counting of every technique,
@@ -26,20 +27,20 @@ minimum). Ratio 1.0 therefore never evicts. `ratio_of="arena"` takes the ratio o
 alone: `budget = ratio * peak`. The one place these are computed is
 `Bounds.arena_budget` (bounds.py).
 `ratio_of="baseline"` is the DTR authors' simulator's [Kirisame 2021]: ratio x (external +
-live bytes of the unbudgeted run); a trace's constants are in its arena (simrd_log.py), and
-`replay_trace` uses this one by default.
+live bytes of the unbudgeted run); a trace's constants are in its arena
+(dtr_research/simrd_log.py), and `replay_trace` uses this one by default.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from math import prod
 
 from ...errors import BudgetError, GraphError
 from ...graph import Graph, Node
 from ...memory.buffers import align_up, alignment_value
 from ...memory.footprint import outside_bytes
+from ...memory.inplace import declared_pairs, operand_refusal
 from ...memory.liveness import PLANNED_KINDS, check_schedule
 from ...ops.registry import flops_of, get_op, workspace_of
 from .bounds import Bounds, budget_bytes, budget_ratio, live_peak, program_bounds
@@ -61,7 +62,7 @@ class TensorSpec:
 class OpSpec:
     """One op: unique input tensors, outputs, cost, workspace bytes, whether it may run
     again (`replayable`; stateful ops may not), external tensors it writes over, and
-    `inplace`: (output, input) pairs that may share one block (`inplace_pairs`)."""
+    `inplace`: (input, output) pairs that may share one block (`op_inplace_pairs`)."""
     name: str
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
@@ -228,7 +229,8 @@ def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
     for k, op in enumerate(ops):
         for i in op.inputs:
             last_reader[i] = k
-    ops = [replace(op, inplace=inplace_pairs(op, k, tensors, last_reader))
+    ops = [replace(op, inplace=op_inplace_pairs(graph, op, k, tensors, index,
+                                                   last_reader))
            for k, op in enumerate(ops)]
     releases: dict[int, list[int]] = {}
     for k, t in enumerate(tensors):
@@ -243,26 +245,26 @@ def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
     return Program(tensors, ops, steps, graph.name, graph, outside_bytes(graph))
 
 
-def inplace_pairs(op: OpSpec, k: int, tensors: Sequence[TensorSpec],
-                  last_reader: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
-    """(output, input) pairs of op `k` that may share one block, the clauses of
-    `minigraph.memory.inplace` [Chen 2016]: the op declares the pair in-place capable,
-    both tensors are in the arena with the same bytes, dtype and element count, the op
-    is the input's last reader and reads it through one operand, one input per output."""
+def op_inplace_pairs(graph: Graph, op: OpSpec, k: int, tensors: Sequence[TensorSpec],
+                     index: Mapping[str, int], last_reader: Mapping[int, int]
+                     ) -> tuple[tuple[int, int], ...]:
+    """(input, output) pairs of op `k` that may share one block, by the in-place rule of
+    `minigraph.memory.inplace` [Chen 2016] (its `declared_pairs` and `operand_refusal`,
+    the same clauses the graph planner asks): the op declares the pair in-place capable,
+    x and y have one dtype and element count and x is read through one operand; and here,
+    in the program's terms, both are in the arena, the op is x's last reader, and each
+    input goes to one output, each output takes one input."""
     node = op.node
     if node is None:
         return ()
     pairs: list[tuple[int, int]] = []
-    for out_k, in_k in get_op(node.op).inplace:
-        if out_k >= len(op.outputs) or in_k >= len(op.args):
+    for xn, yn in declared_pairs(node):
+        x, y = index[xn], index[yn]
+        if tensors[x].external or tensors[y].external or last_reader.get(x) != k or \
+                any(x == a or y == b for a, b in pairs) or \
+                operand_refusal(graph, node, xn, yn):
             continue
-        x, y = op.args[in_k], op.outputs[out_k]
-        tx, ty = tensors[x], tensors[y]
-        if tx.external or ty.external or tx.size != ty.size or tx.dtype != ty.dtype or \
-                prod(tx.shape) != prod(ty.shape) or last_reader.get(x) != k or \
-                op.args.count(x) != 1 or any(x == a or y == b for b, a in pairs):
-            continue
-        pairs.append((y, x))
+        pairs.append((x, y))
     return tuple(pairs)
 
 

@@ -13,7 +13,7 @@ Dynamic Tensor Rematerialization [Kirisame 2021], with MegEngine's bookkeeping
   evicted neighbour may still need it to be recomputed; it is *really freed* when no
   tensor that might be recomputed from it is left (MegEngine's `ref_cnt` / `recursive_free`,
   here `hold`). A dead tensor brought back to recompute a neighbour stays resident, as in
-  the DTR paper, until memory is short.
+  the DTR paper, until memory is short (releases.py).
 * **eviction** (eviction.py chooses the victims): the heuristic scores the resident,
   unpinned, replayable tensors; the lowest goes (or Coop's window of contiguous ones).
   Parameters, inputs, graph outputs (external), pinned tensors and outputs of stateful ops
@@ -21,7 +21,7 @@ Dynamic Tensor Rematerialization [Kirisame 2021], with MegEngine's bookkeeping
 * the arena is one range of exactly `budget` bytes with a first-fit allocator, so an output
   may not fit although enough bytes are free (fragmentation): then more is evicted, or the
   arena is compacted (MegEngine's defragmentation, `DTROptions.defrag`, counted in
-  `defrags`).
+  `defrags`): room.py.
 * **in place**: DTR runs every op out of place (an input may be needed again to recompute
   something), unless `recomputable_inplace` (Coop [Zhang 2023], coop_inplace.py): then an
   output may take the block of an input it is the last reader of, and that input is
@@ -39,13 +39,15 @@ from typing import Any
 
 from ...errors import MinigraphError, ThrashError
 from .allocator import make_arena
-from .bounds import RELIEF_SLACK, budget_bytes, check_budget, stuck_error
-from .coop_inplace import follow, overwritten, take_inputs
-from .eviction import Candidates, ScoreInputs, choose_victims, lowest_score
+from .bounds import budget_bytes, check_budget
+from .coop_inplace import overwritten, take_inputs
+from .eviction import Candidates, ScoreInputs, lowest_score
 from .heuristics import Heuristic, TensorView, get_heuristic
-from .options import DTROptionError, DTROptions, dtr_options
+from .options import DTROptions, dtr_options
 from .program import Program
 from .record import DTRTrace
+from .releases import free, release, unpin
+from .room import make_room
 from .states import EVI, EXT, FREED, NEW, RES, STATE_NAMES
 
 
@@ -68,8 +70,6 @@ class DTRRuntime:
         if heuristic is not None:
             keywords["heuristic"] = heuristic
         self.options = o = dtr_options(options, **keywords)
-        if o.rules != "minigraph":
-            raise DTROptionError(f"DTRRuntime runs rules='minigraph'; simulate runs {o.rules!r}")
         self.program, self.budget, self.backend = program, budget_bytes(budget), backend
         h = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
         self.heuristic: Heuristic = h.pick(program, self.budget, o) if h.pick else h  # auto
@@ -97,7 +97,7 @@ class DTRRuntime:
             if kind == "call":
                 self._call(x)
             elif kind == "release":
-                self._release(x)
+                release(self, x)
             elif kind == "get":
                 continue                 # fetched together at the end, in a safe order
             else:
@@ -130,7 +130,7 @@ class DTRRuntime:
         arena, order_of = p.arena, p.order
         # A frame: [op index (-1: just fetch `want`), its input order, position]
         frames: list[list[Any]] = [[top, order_of[top] if top >= 0 else [want], 0]]
-        self._frames, self._reliefs_here = frames, 0
+        self.frames, self.reliefs_here = frames, 0
         for i in frames[0][1]:
             protect[i] += 1
         while frames:
@@ -162,7 +162,7 @@ class DTRRuntime:
                               wanted=below[1][below[2]] if below else None)
             for i in order:
                 if arena[i]:
-                    self._unpin(i)
+                    unpin(self, i)
             for i in order:
                 protect[i] -= 1
             frames.pop()
@@ -172,7 +172,7 @@ class DTRRuntime:
         p, tr = self.program, self.trace
         op = p.ops[k]
         before = []
-        self._taken = taken = take_inputs(self, k) if op.inplace and not replay and \
+        self.taken = taken = take_inputs(self, k) if op.inplace and not replay and \
             self.options.recomputable_inplace else {}
         for o in op.outputs:
             st = self.state[o] if p.arena[o] else EXT
@@ -189,7 +189,7 @@ class DTRRuntime:
             self.backend.run_op(self, k, ws_at, replay)
         if taken:
             overwritten(self, taken)
-            self._taken = {}
+            self.taken = {}
         self.now += op.cost
         if replay:
             self._count_replay(op.cost)
@@ -226,9 +226,9 @@ class DTRRuntime:
             return
         self.recomputes[o] += 1      # EVI: rematerialised
         self.trace.remat_tensors += 1
-        self._un_evict(o)
+        self.un_evict(o)
         if self.dead[o] and o != wanted and self.pins[o] == 0 and self.hold[o] == 0:
-            self._free(o)
+            free(self, o)
 
     def _count_replay(self, cost: float) -> None:
         tr, p = self.trace, self.program
@@ -242,17 +242,9 @@ class DTRRuntime:
                 f"{p.base_cost:g} ({tr.rematerializations} op replays) at budget "
                 f"{self.budget:,} B; the budget is too small for this heuristic")
 
-    def _unpin(self, i: int) -> None:
-        self.pins[i] -= 1
-        if self.pins[i] == 0 and self.dead[i] and self.state[i] == RES:
-            if self.hold[i] == 0:
-                self._free(i)
-            elif not self.recomputes[i]:     # a kept dead tensor waits for pressure
-                self._drop_dead(i)
-
     def _place(self, owner: Any, nbytes: int, name: str) -> int:
         """Allocate `nbytes` for `owner` (a tensor or workspace key), evicting till it fits."""
-        self._make_room(nbytes)
+        make_room(self, nbytes)
         at = self.arena.alloc(nbytes, owner)
         if at is None:
             raise DTRError(f"allocator refused {nbytes} B for {name} after make_room")
@@ -261,79 +253,7 @@ class DTRRuntime:
         self.trace.events.append(("alloc", name, nbytes))
         return at
 
-    # Releases: fake delete and real free --------------------------------------------------
-    def _release(self, t: int) -> None:
-        if self.state[t] == EXT:
-            return
-        self.dead[t] = True
-        st = self.state[t]
-        if st == EVI:
-            self.scores.changed(t)       # a cached live neighbourhood may have counted it
-        if st == RES and self.pins[t] == 0:
-            self._drop_dead(t)
-        elif st == EVI and self.hold[t] == 0:
-            self._free(t)
-
-    def _drop_dead(self, t: int) -> None:
-        """A dead, resident, unpinned tensor: free it for good if nothing can need it,
-        else release its bytes and keep its metadata (MegEngine's do_drop)."""
-        if self.hold[t] == 0:
-            self._free(t)
-        elif self.program.replayable[t]:
-            self._evict(t, fake=True)
-        # else: not replayable and still needed by a neighbour's recomputation: stays.
-
-    def _free(self, t: int) -> None:
-        """Really free t, then every parent that nothing holds any more (an explicit
-        worklist; MegEngine's recursive_free)."""
-        p, state, hold = self.program, self.state, self.hold
-        work = [t]
-        while work:
-            x = work.pop()
-            st = state[x]
-            if st == RES:
-                if self.pins[x]:
-                    continue              # freed when unpinned
-                self.arena.free(self.addr[x])
-                self.trace.events.append(("free", p.tensors[x].name, self.size[x]))
-                self.addr[x] = -1
-                self.candidates.remove(x)
-            elif st == EVI:
-                self._un_evict(x)
-            else:
-                continue
-            state[x] = FREED
-            self.trace.frees += 1
-            if p.replayable[x]:
-                for i in p.ops[p.tensors[x].producer].inputs:
-                    hold[i] -= 1
-                    if hold[i] == 0 and self.dead[i] and state[i] in (RES, EVI):
-                        work.append(i)
-
-    # Eviction: make room, evict, relieve, compact ----------------------------------------
-    def _make_room(self, need: int) -> None:
-        arena, tr, defrag = self.arena, self.trace, self.options.defrag
-        while not arena.can_fit(need):
-            free = arena.free_bytes
-            if free >= need and defrag == "first":
-                self._compact()
-                continue
-            t0 = time.perf_counter()
-            victims = choose_victims(self, need)
-            tr.search_seconds += time.perf_counter() - t0
-            if not victims:
-                if free >= need and defrag != "never":
-                    self._compact()
-                    continue
-                if self.options.relief and self._relieve():
-                    continue
-                self._stuck(need)
-            tr.frag_samples.append(free / self.budget if self.budget else 0.0)
-            if free >= need:
-                tr.frag_forced_evictions += len(victims)
-            for v in victims:
-                self._evict(v)
-
+    # Eviction (room.py makes room; eviction.py chooses the victims) ------------------------
     def choose_victim(self, candidates: list[TensorView], need: int) -> TensorView | None:
         """The public hook for candidate selection: which of `candidates` (views of the
         resident, replayable tensors, pinned ones included: `t.pinned`) to evict so that
@@ -348,7 +268,8 @@ class DTRRuntime:
             raise DTRError(f"select chose {v.name}, which is pinned")
         return v
 
-    def _evict(self, t: int, fake: bool = False) -> None:
+    def evict(self, t: int, fake: bool = False) -> None:
+        """t leaves the arena and stays known, recomputable (a fake delete if `fake`)."""
         p = self.program
         self.arena.free(self.addr[t])
         self.trace.events.append(("free", p.tensors[t].name, self.size[t]))
@@ -363,46 +284,10 @@ class DTRRuntime:
             self.trace.evictions += 1
             self.trace.evicted.append(p.tensors[t].name)
 
-    def _un_evict(self, t: int) -> None:
+    def un_evict(self, t: int) -> None:
+        """t is no longer evicted (recomputed, or freed for good)."""
         self.evicted[t] = False
         self.scores.returned(t)
-
-    def _relieve(self) -> bool:
-        """Nothing is evictable: let go of the inputs that frames *below* the running one
-        have pinned (they are re-checked, and rematerialised if need be, when those frames
-        resume). Returns whether anything was unpinned."""
-        done, arena = False, self.program.arena
-        for f in self._frames[:-1]:
-            if f[2] > 0:
-                for i in f[1][:f[2]]:
-                    if arena[i]:
-                        self._unpin(i)
-                f[2] = 0
-                done = True
-        if done:
-            self.trace.reliefs += 1
-            self._reliefs_here += 1      # in one op's call: bounded, or it could cycle
-            if self._reliefs_here > self.program.calls + RELIEF_SLACK:
-                self._stuck(0, cycling=True)
-        return done
-
-    def _stuck(self, need: int, cycling: bool = False) -> None:
-        pinned = sum(self.size[t] for t in range(len(self.size))
-                     if self.state[t] == RES and (self.pins[t] or
-                                                  not self.program.replayable[t]))
-        raise stuck_error(self.program.name, need, self.budget, pinned,
-                          self.arena.free_bytes, self.bounds, self.options.defrag, cycling)
-
-    def _compact(self) -> None:
-        moves = self.arena.compact()
-        if self.backend is not None:
-            self.backend.move_all(moves, self.arena.staged_moves)
-        for owner, _old, new, nbytes in moves:
-            if isinstance(owner, int):
-                self.addr[owner] = new
-            self.trace.moved_bytes += nbytes
-        follow(self, self._taken)
-        self.trace.defrags += 1
 
     # State ----------------------------------------------------------------------------------
     def _init_state(self) -> None:
@@ -424,20 +309,20 @@ class DTRRuntime:
         self.addr = [-1] * n
         self.evicted = [False] * n   # state == EVI, for the region searches
         self.now = 0.0
-        self._frames: list[list[Any]] = []
-        self._reliefs_here = 0             # reliefs during the current op's call
-        self._taken: dict[int, int] = {}   # in-place hand-overs of the op being placed
+        self.frames: list[list[Any]] = []
+        self.reliefs_here = 0             # reliefs during the current op's call
+        self.taken: dict[int, int] = {}   # in-place hand-overs of the op being placed
 
     # What a heuristic reads (TensorView): see eviction.ScoreInputs ---------------------------
     # (methods, so that a subclass may replace one: the tests check the caches this way)
-    def neighbor_cost(self, t: int) -> float:
-        return self.scores.neighbor_cost(t)
+    def neighbour_cost(self, t: int) -> float:
+        return self.scores.neighbour_cost(t)
 
-    def live_neighbor_cost(self, t: int) -> float:
-        return self.scores.live_neighbor_cost(t)
+    def live_neighbour_cost(self, t: int) -> float:
+        return self.scores.live_neighbour_cost(t)
 
-    def evicted_neighbors(self, t: int) -> int:
-        return self.scores.evicted_neighbors(t)
+    def evicted_neighbours(self, t: int) -> int:
+        return self.scores.evicted_neighbours(t)
 
     def eqclass_cost(self, t: int) -> float:
         return self.scores.eqclass_cost(t)

@@ -17,7 +17,7 @@ finished one is kept (TimeLimitError when none finished). A real run
 (`PortfolioExecutor`) pays that once, in simulation, then runs only the chosen option set
 with real kernels.
 
-    from minigraph.runtime.dtr.portfolio import replay_best, simulate_best
+    from minigraph.dtr_research.portfolio import replay_best, simulate_best
     best = replay_best("model.log", ratio=0.5)          # a DTR simulator trace
     best.label, best.overhead, best.tried                # what won, and every candidate
 """
@@ -32,34 +32,34 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import BudgetError, ThrashError, TimeLimitError
-from ...graph import Graph
-from .heuristics import DTROptionError
-from .modes import DTRExecutor
-from .options import OPTION_NAMES, DTROptions
-from .program import CostSpec, Program, as_program, resolve_budget
-from .record import DTRTrace
-from .runtime import DTRRuntime
-from .simrd import SimrdRuntime
+from ..errors import BudgetError, ThrashError, TimeLimitError
+from ..graph import Graph
+from ..runtime.dtr.heuristics import DTROptionError
+from ..runtime.dtr.modes import DTRExecutor
+from ..runtime.dtr.options import OPTION_NAMES, DTROptions
+from ..runtime.dtr.program import CostSpec, Program, as_program, resolve_budget
+from ..runtime.dtr.record import DTRTrace
+from ..runtime.dtr.runtime import DTRRuntime
+from .simrd import SimrdOptions, SimrdRuntime
 from .simrd_log import parse_trace
 
-Candidate = tuple[str, DTROptions]
+Candidate = tuple[str, DTROptions | SimrdOptions]
 
 #: The default time limit of one portfolio call, in seconds (its candidates together).
 PORTFOLIO_SECONDS = 60.0
 
 
 # The default (`auto`), our three best rules (any program), then simrd's four as simrd runs
-# them (`rules="simrd"`: traces only, left out on a graph's program).
+# them (`SimrdOptions`: traces only, left out on a graph's program).
 CANDIDATES: tuple[Candidate, ...] = (
     ("auto", DTROptions()),
     ("dtr", DTROptions(heuristic="dtr")),
     ("dtr-live", DTROptions(heuristic="dtr-live")),
     ("msps", DTROptions(heuristic="msps")),
-    ("simrd DTR", DTROptions.simrd("dtr")),
-    ("simrd DTREqClass", DTROptions.simrd("dtr-eqclass")),
-    ("simrd LRU", DTROptions.simrd("lru")),
-    ("simrd MSPS", DTROptions.simrd("msps")),
+    ("simrd DTR", SimrdOptions("dtr")),
+    ("simrd DTREqClass", SimrdOptions("dtr-eqclass")),
+    ("simrd LRU", SimrdOptions("lru")),
+    ("simrd MSPS", SimrdOptions("msps")),
 )
 
 
@@ -70,7 +70,7 @@ class PortfolioChoice:
     stopped once it cost more than the best so far (`prune`) or by the time limit
     (those are also in `cut`)."""
     label: str
-    options: DTROptions
+    options: DTROptions | SimrdOptions
     trace: DTRTrace
     tried: list[tuple[str, float]] = field(default_factory=list)
     cut: list[str] = field(default_factory=list)     # stopped or skipped at the deadline
@@ -83,16 +83,16 @@ class PortfolioChoice:
 def _candidates(candidates: Iterable[Candidate] | None, keywords: Mapping[str, Any],
                 program: Program) -> list[Candidate]:
     """The candidates (default `CANDIDATES`) with `keywords` replaced in each; on a graph's
-    program the default's `rules="simrd"` ones are left out (they replay traces only)."""
+    program the default's `SimrdOptions` ones are left out (they replay traces only)."""
     if candidates is None:
         candidates = [c for c in CANDIDATES
-                      if program.storage is not None or c[1].rules == "minigraph"]
+                      if program.storage is not None or isinstance(c[1], DTROptions)]
     out = []
     for item in candidates:
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
-                and isinstance(item[1], DTROptions)):
-            raise DTROptionError(f"a portfolio candidate is a (label, DTROptions) pair, "
-                                 f"not {item!r}")
+                and isinstance(item[1], (DTROptions, SimrdOptions))):
+            raise DTROptionError(f"a portfolio candidate is a (label, DTROptions or "
+                                 f"SimrdOptions) pair, not {item!r}")
         out.append((item[0], item[1].replace(**keywords) if keywords else item[1]))
     if not out:
         raise DTROptionError("a portfolio needs at least one candidate")
@@ -128,9 +128,10 @@ class _TimedSimrd(SimrdRuntime):
         return super()._choose()
 
 
-def _run(program: Program, budget: int, options: DTROptions, best: DTRTrace | None,
+def _run(program: Program, budget: int, options: DTROptions | SimrdOptions,
+         best: DTRTrace | None,
          stop_at: float = math.inf) -> DTRTrace | None:
-    """One candidate's run (what `simulate` runs), stopped at `stop_at` (`_Stop`); with
+    """One candidate's run (what `replay.run_replay` runs), stopped at `stop_at` (`_Stop`); with
     `best` (the cheapest so far), stopped as soon as its rematerialisation costs more
     than best's (it can no longer win), None when best has no rematerialisation at all
     (nothing can cost strictly less)."""
@@ -139,7 +140,7 @@ def _run(program: Program, budget: int, options: DTROptions, best: DTRTrace | No
     limit = options.thrash_limit
     if best is not None and best.base_cost > 0:
         limit = min(limit, best.extra_cost / best.base_cost * (1 + 1e-9))
-    if options.rules != "minigraph":       # simrd's rules stop on cost only
+    if isinstance(options, SimrdOptions):       # simrd's rules stop on cost only
         rs = _TimedSimrd(program, budget, options.replace(thrash_limit=limit))
         rs.stop_at = stop_at
         return rs.run()

@@ -20,7 +20,7 @@ import json
 import random
 from collections.abc import Callable
 
-from ...errors import GraphError
+from ..errors import GraphError
 
 FAMILIES = ("chain", "unet", "resnet", "lstm")
 GENERATED = (("chain", 12), ("chain", 40), ("unet", 2), ("unet", 4), ("resnet", 3),

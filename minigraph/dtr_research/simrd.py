@@ -1,4 +1,4 @@
-"""The DTR authors' simulator's rules [Kirisame 2021], over storages: `DTROptions.simrd()`.
+"""The DTR authors' simulator's rules [Kirisame 2021], over storages: `SimrdOptions`.
 
 simrd (uwsampl/dtr-prototype) replays a trace with `RuntimeV2EagerOptimized`. Its rules,
 where they differ from `DTRRuntime`'s (runtime.py, eviction.py):
@@ -30,24 +30,53 @@ where they differ from `DTRRuntime`'s (runtime.py, eviction.py):
   ancestors)/size; lru (last access); size.
 
 Regions and classes are maintained incrementally as simrd does (absorb at eviction,
-rebuild at rematerialisation); recursion is an explicit stack. `simulate` (modes.py) runs
-`SimrdRuntime` when `options.rules == "simrd"`, `DTRRuntime` otherwise.
+rebuild at rematerialisation); recursion is an explicit stack. `replay_trace` (replay.py)
+runs `SimrdRuntime` when its options are `SimrdOptions`, the runtime's `simulate` when
+they are `DTROptions`: the runtime itself knows nothing of these rules.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
+from dataclasses import replace as _replace
 from typing import Any
 
-from ...errors import BudgetError, ThrashError
-from .bounds import budget_bytes
-from .heuristics import DTROptionError
-from .options import DTROptions
-from .program import Program
-from .record import DTRTrace
+from ..errors import BudgetError, ThrashError
+from ..runtime.dtr.bounds import budget_bytes
+from ..runtime.dtr.heuristics import DTROptionError
+from ..runtime.dtr.options import checked_names, checked_thrash_limit
+from ..runtime.dtr.program import Program
+from ..runtime.dtr.record import DTRTrace
 
 SIMRD_SCORES = ("dtr", "dtr-eqclass", "dtr-local", "lru", "msps", "size")
+
+
+@dataclass(frozen=True)
+class SimrdOptions:
+    """The option set that replays a trace as the DTR authors' simulator does (simrd's
+    RuntimeV2EagerOptimized [Kirisame 2021]; the module doc lists its rules): `heuristic`
+    one of `SIMRD_SCORES`, scored as simrd scores them; `thrash_limit` as
+    `DTROptions.thrash_limit`. No memory addresses, no dead-first rule: the runtime's
+    other options have no counterpart here."""
+    heuristic: str = "dtr"
+    thrash_limit: float = 10.0
+
+    def __post_init__(self) -> None:
+        h = self.heuristic
+        if not isinstance(h, str) or h not in SIMRD_SCORES:
+            raise DTROptionError(f"simrd's rules score with one of simrd's heuristics "
+                                 f"{', '.join(SIMRD_SCORES)}, not {h!r}")
+        checked_thrash_limit(self.thrash_limit)
+
+    def replace(self, **changes: Any) -> SimrdOptions:
+        """A copy with `changes`: `heuristic` and `thrash_limit` replaced; any other
+        `DTROptions` name is accepted and has no effect (simrd has no counterpart; a
+        portfolio replaces its keywords in every candidate), an unknown name is refused."""
+        own = {k: v for k, v in checked_names(changes).items()
+               if k in ("heuristic", "thrash_limit")}
+        return _replace(self, **own)
 
 
 class _Region:
@@ -85,15 +114,16 @@ class SimrdRuntime:
     `SIMRD_SCORES`; stops with ThrashError when rematerialisation costs more than
     `thrash_limit` x the base cost, BudgetError when nothing is left to evict."""
 
-    def __init__(self, program: Program, budget: int, options: DTROptions):
+    def __init__(self, program: Program, budget: int, options: SimrdOptions | None = None):
         p = program
+        options = SimrdOptions() if options is None else options
+        if not isinstance(options, SimrdOptions):
+            raise DTROptionError(f"SimrdRuntime takes SimrdOptions, not "
+                                 f"{type(options).__name__}")
         if p.storage is None:
-            raise DTROptionError("rules='simrd' replays a trace's program (parse_trace; "
+            raise DTROptionError("simrd's rules replay a trace's program (parse_trace; "
                                  "write_trace writes a graph as one), not a graph's")
         h = options.heuristic
-        if not isinstance(h, str) or h not in SIMRD_SCORES:
-            raise DTROptionError(f"rules='simrd' scores with one of simrd's heuristics "
-                                 f"{', '.join(SIMRD_SCORES)}, not {h!r}")
         self.p, self.budget, self.h, self.options = p, budget_bytes(budget), h, options
         n = len(p.tensors)
         self.root = p.storage

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import BudgetError, GraphError
-from ...graph import Graph
-from ...memory.planners.engine.quiet import quietly
-from .program import CostSpec, Program, as_program, resolve_budget
+from ..errors import BudgetError, GraphError
+from ..graph import Graph
+from ..memory.planners.engine.quiet import quietly
+from ..runtime.dtr.program import CostSpec, Program, as_program, resolve_budget
 
 
 @dataclass

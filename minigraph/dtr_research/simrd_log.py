@@ -1,6 +1,6 @@
 """The DTR authors' simulator's logs: op traces in the JSON-lines format of simrd
-(uwsampl/dtr-prototype), replayed through our runtime in simulated mode, and minigraph
-graphs written out in that format (not `minigraph.memory.online.trace`'s alloc/free events).
+(uwsampl/dtr-prototype), read into a `Program` (not `minigraph.memory.online.trace`'s
+alloc/free events). Replaying one is replay.py's; writing a graph as one, simrd_write.py's.
 
 One JSON object per line, keyed by "INSTRUCTION":
 
@@ -16,7 +16,7 @@ One JSON object per line, keyed by "INSTRUCTION":
     {"INSTRUCTION": "MUTATE", "NAME": "add_", "ARGS": [...], "MUTATE": [0], "TIME": "5"}
     {"INSTRUCTION": "ANNOTATE", "ANNOTATION": "START" | "BACKWARD"}
 
-Replay follows simrd's parser: lines before ANNOTATE START are skipped (if there is one);
+Reading follows simrd's parser: lines before ANNOTATE START are skipped (if there is one);
 a MUTATE is run out of place (new versions of the mutated arguments, the old ones released);
 an ALIAS result shares its argument's storage (it has no bytes of its own and reading it
 needs that storage resident); tensors still referenced at the end are outputs, made
@@ -43,14 +43,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import GraphError
-from ...graph import Graph
-from ...memory.buffers import align_up, alignment_value
-from ...memory.liveness import check_schedule
-from .modes import simulate
-from .options import DTROptions
-from .program import CostSpec, OpSpec, Program, TensorSpec, node_costs
-from .record import DTRTrace
+from ..errors import GraphError
+from ..memory.buffers import align_up, alignment_value
+from ..runtime.dtr.program import OpSpec, Program, TensorSpec
 
 
 class SimrdLogError(GraphError):
@@ -384,67 +379,3 @@ def _names(j: dict, key: str) -> list[str]:
     if bad:
         raise SimrdLogError(f"{j['INSTRUCTION']}: {key} holds {bad[0]!r}, not a tensor name")
     return names
-
-
-def replay_trace(source: Any, budget: int | None = None, *, ratio: float | None = None,
-                 ratio_of: str = "baseline", alignment: int = 1, constants: str = "inside",
-                 options: DTROptions | None = None, **keywords: Any) -> DTRTrace:
-    """Replay a DTR simulator trace in simulated mode; returns the `DTRTrace`.
-
-    By default the budget is the DTR authors' [Kirisame 2021]: the constants are in the
-    arena (pinned from their line on) and `ratio` is of the baseline peak, the live bytes
-    of a run without eviction, constants included (`ratio_of="baseline"`); a `budget` in
-    bytes includes the constants too. The old reading: `constants="outside"` (0-byte
-    constants outside the arena) with `ratio_of="total"` (of the first-fit arena peak)
-    or "arena". `alignment` rounds the trace's sizes; `options` (or their fields as
-    keywords) as for `simulate`; `DTROptions.simrd()` replays it with simrd's rules."""
-    program = source if isinstance(source, Program) else \
-        parse_trace(source, alignment, constants=constants)
-    return simulate(program, budget, ratio=ratio, ratio_of=ratio_of, options=options,
-                    **keywords)
-
-
-def write_trace(graph: Graph, dest: Any = None, *, costs: CostSpec = "flops",
-                schedule: Sequence[str] | None = None) -> list[str]:
-    """`graph` as a DTR simulator trace (JSON lines); written to `dest` (a path or file)
-    if given. Inputs, parameters and constants are CONSTANTs; every node is a CALL (TIME
-    from `costs`); each tensor is RELEASEd after its last reader; graph outputs stay."""
-    order = check_schedule(graph, schedule) if schedule is not None else \
-        tuple(n.name for n in graph.nodes)
-    cost = node_costs(graph, costs)
-    out: list[str] = [json.dumps({"INSTRUCTION": "ANNOTATE", "ANNOTATION": "START"})]
-    for t in graph.leaves():
-        out.append(json.dumps({"INSTRUCTION": "CONSTANT", "NAME": t.name}))
-        out.append(json.dumps({"INSTRUCTION": "MEMORY", "NAME": t.name,
-                               "MEMORY": str(t.nbytes)}))
-    last: dict[str, str] = {}
-    for name in order:
-        for i in graph.node(name).inputs:
-            last[i] = name
-    keep = set(graph.outputs)
-    in_bwd = False
-    for name in order:
-        node = graph.node(name)
-        if node.role != "forward" and not in_bwd:
-            in_bwd = True
-            out.append(json.dumps({"INSTRUCTION": "ANNOTATE", "ANNOTATION": "BACKWARD"}))
-        out.append(json.dumps({"INSTRUCTION": "CALL", "NAME": node.op,
-                               "RESULT": list(node.outputs), "ARGS": list(node.inputs),
-                               "TIME": str(int(round(cost[name])))}))
-        for o in node.outputs:
-            out.append(json.dumps({"INSTRUCTION": "MEMORY", "NAME": o,
-                                   "MEMORY": str(graph.tensors[o].nbytes)}))
-            out.append(json.dumps({"INSTRUCTION": "ALIAS", "NAME": o, "ALIAS": "-1"}))
-        for t in dict.fromkeys(list(node.inputs) + list(node.outputs)):
-            if t in keep:
-                continue
-            if last.get(t, graph.tensors[t].producer) == name:
-                out.append(json.dumps({"INSTRUCTION": "RELEASE", "NAME": t}))
-    if dest is not None:
-        text = "\n".join(out) + "\n"
-        if hasattr(dest, "write"):
-            dest.write(text)
-        else:
-            Path(dest).write_text(text)
-    return out
-
