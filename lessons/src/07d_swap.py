@@ -136,6 +136,44 @@ for fraction in (0.75, 0.5):
         print(f"{fraction:.2f} x: {row.technique:6} {fit}")
 
 # %% [markdown]
+# ### DTR chooses per tensor: drop or swap
+#
+# DTR need not only drop. MegEngine's DTR evicts a tensor in one of two ways, drop
+# (recompute it later) or swap (copy it to host memory, copy it back when needed)
+# [MegEngine 2021]; Capuchin picks, per tensor, whichever costs less [Peng 2020].
+# `DTROptions(evict=...)` says which: `"drop"` (DTR as in lesson 07), `"swap"` (every
+# victim to the host while `host_limit` allows) or `"cheaper"` (a victim is swapped when its
+# two copies, `latency + bytes / bandwidth` each, cost less than recomputing it). The costs
+# are the seconds above, so a second of copying costs 1 (`cost_rate=1.0`). DTR runs one
+# stream: each copy is charged in full, none hides behind compute (an upper bound on its
+# time). The ResNet at half the static plan's working memory:
+
+# %%
+from minigraph.errors import ThrashError
+from minigraph.memory.swap import op_seconds
+from minigraph.runtime.dtr import simulate
+
+static = mg.plan_memory(g, mg.MemoryOptions(planner="greedy-size"))
+sched = static.plan.schedule
+budget = int(0.5 * static.working_bytes)
+for link in ("pcie4", "nvlink-c2c"):
+    m = MACHINES[link]
+    costs = dict(zip(sched, op_seconds(g, sched, m)))
+    for evict in ("drop", "swap", "cheaper"):
+        try:
+            t = simulate(g, budget, costs=costs, schedule=sched, evict=evict, machine=m,
+                         cost_rate=1.0)
+        except ThrashError:
+            print(f"{link:10} {evict:7}: thrashes")
+            continue
+        print(f"{link:10} {evict:7}: {t.evictions:3} evictions, {len(t.swapped):3} swapped, "
+              f"{t.rematerializations:3} replays, host peak {t.host_peak:>6} B, "
+              f"+{100 * (t.overhead - 1):.1f}%")
+
+# %% [markdown]
+# Dropping pays for recomputation, swapping for the link; choosing per tensor pays the
+# smaller of the two, and the faster the link, the more it swaps.
+#
 # Which is cheaper depends on the link. On a chain of dense layers the dynamic program of
 # `swap_remat.py` finds the fastest mix of keep, swap and drop at a budget [Beaumont 2021];
 # taking a choice away gives swap alone and recomputation alone. As the bandwidth grows,
@@ -193,3 +231,5 @@ check_answers({1: (ANSWER_1, l07d.exercise_1)})
 # - A copy stream overlaps the copies with compute; an op waits only for what is late.
 # - Swap costs bandwidth, recomputation costs FLOPs: which wins depends on the link, and
 #   together they fit budgets neither reaches alone.
+# - DTR can choose per evicted tensor: drop it or swap it, the cheaper of the two
+#   (`DTROptions(evict="cheaper")`).

@@ -8,6 +8,7 @@ per tensor from the costs: swap when the copies are cheaper than the recomputati
 `DTROptions.evict` says which:
 
     drop     every victim is dropped: DTR as in the paper [Kirisame 2021] (the default)
+             (a dead victim, kept only for its neighbours' recomputation, always is)
     swap     every victim is copied to host memory while `host_limit` allows; one that
              does not fit there is dropped (counted: `DTRTrace.host_refused`)
     cheaper  a victim is swapped when its two copies cost less than recomputing it now
@@ -66,8 +67,8 @@ def host_room(rt: Any, t: int) -> bool:
 def should_swap(rt: Any, t: int) -> bool:
     """Whether victim t goes to host memory rather than being dropped (module doc)."""
     mode = rt.options.evict
-    if mode == "drop":
-        return False
+    if mode == "drop" or rt.dead[t]:
+        return False          # dead: read again only if a neighbour is recomputed
     if mode == "cheaper" and not 2 * copy_cost(rt, t) < rt.ancestor_cost(t):
         return False
     if not host_room(rt, t):
@@ -84,7 +85,7 @@ def cheaper_score(rt: Any, score: Any) -> Any:
         t = v.index
         recompute = rt.ancestor_cost(t)
         swap = 2 * copy_cost(rt, t)
-        if not (recompute > 0 and swap < recompute) or not host_room(rt, t):
+        if rt.dead[t] or not (recompute > 0 and swap < recompute) or not host_room(rt, t):
             return s
         f = swap / recompute
         if isinstance(s, tuple):
