@@ -156,3 +156,9 @@ def test_a_swapped_run_says_where_its_victims_went():
     assert set(t.swapped) <= set(t.evicted) and t.swap_ins <= len(t.swapped)
     assert t.transfer_cost > 0 and t.transfer_cost <= t.extra_cost
     assert "swapped to host memory" in t.summary() and t.heuristic.endswith("+swap")
+    outs = [(n, b) for _, kind, n, b in t.transfers if kind == "out"]
+    ins = [n for _, kind, n, _ in t.transfers if kind == "in"]
+    assert [n for n, _ in outs] == t.swapped and sum(b for _, b in outs) == t.bytes_out
+    assert len(ins) == t.swap_ins and set(ins) <= set(t.swapped)
+    clocks = [c for c, *_ in t.transfers]
+    assert clocks == sorted(clocks)

@@ -110,6 +110,7 @@ def swap_out(rt: Any, t: int) -> None:
     tr.evictions += 1
     tr.evicted.append(p.tensors[t].name)
     tr.swapped.append(p.tensors[t].name)
+    tr.transfers.append((rt.now, "out", p.tensors[t].name, rt.size[t]))
     charge(rt, copy_cost(rt, t))
 
 
@@ -123,6 +124,7 @@ def swap_in(rt: Any, t: int) -> None:
     rt.host_used -= rt.size[t]
     rt.trace.bytes_in += rt.size[t]
     rt.trace.swap_ins += 1
+    rt.trace.transfers.append((rt.now, "in", rt.program.tensors[t].name, rt.size[t]))
     charge(rt, copy_cost(rt, t))
 
 

@@ -32,7 +32,9 @@ class DTRTrace:
     victims copied to host memory (in `evicted` too, in order), `swap_ins` counts the
     copies back, `bytes_out` / `bytes_in` the bytes moved each way, `host_peak` the most
     host bytes held at once (`footprint.host`), `host_refused` the victims dropped because
-    `host_limit` was reached, `transfer_cost` the copies' cost (in `extra_cost` too).
+    `host_limit` was reached, `transfer_cost` the copies' cost (in `extra_cost` too),
+    `transfers` each copy as (clock when it began, "out" | "in", tensor name, bytes), for a
+    timeline (in `events` a swap-out is a "free" and a copy back an "alloc", as for drop).
     """
     program: str
     heuristic: str
@@ -75,6 +77,7 @@ class DTRTrace:
     host_peak: int = 0
     host_refused: int = 0
     transfer_cost: float = 0.0
+    transfers: list[tuple[float, str, str, int]] = field(default_factory=list, repr=False)
     remat_checked: int = 0
     remat_mismatches: list[str] = field(default_factory=list)
 
