@@ -22,6 +22,7 @@ from minigraph.errors import BudgetError, ThrashError
 from minigraph.memory.swap import Machine
 from minigraph.runtime.dtr import DTRExecutor, DTROptionError, DTROptions, DTRRuntime, simulate
 from minigraph.runtime.dtr.modes import ArrayBackend
+from minigraph.runtime.dtr.states import SWP
 
 FAST = Machine(bandwidth=1e15, latency=0.0)        # copies nearly free
 SLOW = Machine(bandwidth=1e-300, latency=1.0)      # a copy costs more than anything
@@ -162,3 +163,33 @@ def test_a_swapped_run_says_where_its_victims_went():
     assert len(ins) == t.swap_ins and set(ins) <= set(t.swapped)
     clocks = [c for c, *_ in t.transfers]
     assert clocks == sorted(clocks)
+
+
+@pytest.mark.parametrize("options", [
+    DTROptions(evict="swap", machine=FAST),
+    DTROptions(evict="cheaper", machine=FAST, dead_first=False, protect=False),
+    DTROptions(evict="swap", machine=FAST, host_limit=6000, defrag="last-resort"),
+    DTROptions(evict="cheaper", machine=Machine(bandwidth=1e9, latency=0.0), cost_rate=1e3,
+               recomputable_inplace=True),
+], ids=["swap", "cheaper-bare", "swap-limited", "cheaper-slower"])
+def test_swapping_keeps_the_runtime_consistent_on_random_programs(options):
+    from test_dtr_runtime import _events_stay_within  # the budget check of the events
+    swapped = 0
+    for seed in range(80):
+        program, rng = random_program(seed), random.Random(seed)
+        for budget in budgets(program, rng):
+            rt = DTRRuntime(program, budget, options=options)
+            try:
+                t = rt.run()
+            except (BudgetError, ThrashError):
+                continue
+            _events_stay_within(t.events, budget)
+            on_host = [k for k, st in enumerate(rt.state) if st == SWP]
+            assert rt.host_used == sum(rt.size[k] for k in on_host), (seed, budget)
+            limit = options.host_limit
+            assert limit is None or t.host_peak <= limit
+            assert t.bytes_out - t.bytes_in >= rt.host_used
+            # nothing waits on the host that nothing can need (dead and holding nothing)
+            assert not [k for k in on_host if rt.dead[k] and rt.hold[k] == 0], (seed, budget)
+            swapped += len(t.swapped)
+    assert swapped > 100
