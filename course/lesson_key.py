@@ -223,6 +223,8 @@ KEY: dict[str, dict[int, tuple[Any, str]]] = {
            2: (lambda: my_score, "h_DTR, with the neighbourhood's cost"),
            3: (3, "a backward op holds two inputs and its output")},
     "07b": {1: ("s", "its free neighbours on both sides join into one block")},
+    "07d": {1: (["matmul_6", "matmul_8"], "the greedy rule: the largest idle tensor at the "
+                "peak step, twice")},
     "08": {1: (8, "the largest itemsize among the mixed dtypes"),
            2: (1608, "best-fit's arena at 512 minus at 8")},
     "09": {1: (best_fit_wins, "best fit reserves less than first fit"),

@@ -76,6 +76,16 @@ class AllocationError(DeviceError, MemoryError):
     """A run's tensors do not fit in the device's memory; names the tensor and the bytes."""
 
 
+class SwapError(PlanError):
+    """A swap plan that cannot be made: a device budget below what swapping reaches, a
+    bandwidth or compute rate that is not positive, host memory too small; names the value.
+    `minimum`: for a budget below what swapping reaches, the lowest peak it reached."""
+
+    def __init__(self, message: str, minimum: int | None = None):
+        super().__init__(message)
+        self.minimum = minimum
+
+
 class PlanTypeError(PlanError, TypeError):
     """Something that is not a plan was given where a plan is expected."""
 

@@ -15,7 +15,13 @@ and two sums of them:
                executor takes each op's workspace beside it: arena + the largest
                workspace. DTR holds tensors and workspace in one range of `budget` bytes:
                the most it had in use at once.
-    total      working + outside: the step's peak memory.
+    total      working + outside: the step's peak memory on the device.
+
+and one quantity off the device:
+
+    host       bytes in host memory that hold device tensors for a while: the copies of
+               swapped tensors (`memory/swap.py`), one host buffer each. Not in `total`,
+               which counts the device; bytes moved each way are the swap report's.
 
 Two floors, both for one schedule and without recomputation:
 
@@ -51,11 +57,13 @@ class Footprint:
     """A technique's bytes in the one counting: `arena`, `workspace`, `outside`, and
     `working`, the most of arena and workspace held at once (arena + workspace when the
     workspace sits beside the arena, as in a static plan; DTR's own count when the two
-    share one budget). `total` = working + outside."""
+    share one budget). `total` = working + outside, the device's; `host` the bytes held
+    in host memory for the device (swapped tensors), counted apart."""
     arena: int
     workspace: int
     outside: int
     working: int | None = None
+    host: int = 0
 
     def __post_init__(self) -> None:
         if self.working is None:
@@ -68,7 +76,7 @@ class Footprint:
     def __str__(self) -> str:
         return (f"working {_fmt(self.working)} (arena {_fmt(self.arena)} + workspace "
                 f"{_fmt(self.workspace)}), outside {_fmt(self.outside)}, total "
-                f"{_fmt(self.total)}")
+                f"{_fmt(self.total)}" + (f"; host {_fmt(self.host)}" if self.host else ""))
 
 
 def outside_bytes(graph: Graph) -> int:

@@ -28,9 +28,11 @@ from ..feeds import (  # noqa: F401  (check_feeds and init_params re-exported)
 from ..graph import Graph, as_graph
 from ..memory.api import MemoryReport
 from ..memory.plan import MemoryPlan
+from ..memory.swap_plan import SwapPlan
 from ..ops.registry import index_bounds, workspace_of
 from .kernels import kernel_context, run_kernel
 from .measure import DeviceClock, RunStats, Tracemalloc, numpy_traced_bytes
+from .swapping import SwapSteps
 
 
 class Executor:
@@ -86,6 +88,8 @@ class Executor:
             else:
                 self._own.append((t.name, t.shape, t.dtype))
         self._steps: list[tuple[Any, dict, int]] | None = None   # filled on the first run
+        self._swap = SwapSteps(plan, g, self.xp, self.device == "gpu") \
+            if isinstance(plan, SwapPlan) else None          # host buffers, made once
         self._fits = False                                          # checked on the first run
         # Fed labels and ids are checked on the host as they are uploaded; the kernels that
         # read only such feeds then skip their own check (on a GPU, a read-back each step).
@@ -132,6 +136,8 @@ class Executor:
             arena_bytes = plan.arena_bytes
             for name, off, nbytes, dtype, shape in self._views:
                 arrays[name] = arena[off:off + nbytes].view(dtype).reshape(shape)
+            if self._swap is not None:
+                self._swap.storage(arena, arrays)
         for name, shape, dtype in self._own:
             arrays[name] = a = empty(xp, name, shape, dtype)
             if plan is not None:   # graph outputs are not planned
@@ -248,7 +254,12 @@ class Executor:
         most = 0
         xp, seed, checked = self.xp, self.seed, self._checked_nodes
         peak = 0
+        swap = self._swap                   # offloads and prefetches around the ops
+        if swap is not None:
+            swap.start(arrays)
         for k, (node, _attrs, declared) in enumerate(self._kernel_steps()):
+            if swap is not None:
+                swap.before(k, arrays)
             ctx = kernel_context(xp, node, step, seed)
             ctx.indices_checked = node.name in checked
             if extras is not None:
@@ -257,6 +268,8 @@ class Executor:
                 meter.reset_peak()
             run_kernel(node, [arrays[i] for i in node.inputs],
                        [arrays[o] for o in node.outputs], ctx)
+            if swap is not None:
+                swap.after(k, arrays)
             if on_kernel is not None:
                 on_kernel()
             most = max(most, declared, ctx.workspace_bytes)
@@ -264,6 +277,8 @@ class Executor:
                 top = meter.peak()
                 peak = max(peak, top)
                 extras[k] = max(0, top - before - max(declared, ctx.workspace_bytes))
+        if swap is not None:
+            swap.finish()
         return most, (peak if extras is not None else None)
 
 

@@ -17,7 +17,8 @@ Modules, in reading order: minimal.py (the textbook DTR), program.py (what is ex
 what counts against the budget), bounds.py (the budgets that matter), options.py (every
 option, both modes), states.py (a tensor's state in a run), runtime.py (the state
 machine), releases.py (fake deletes and real frees), room.py (making room: evict, compact,
-relieve), eviction.py (choosing the victims), heuristics.py (the scores),
+relieve), eviction.py (choosing the victims), hostswap.py (a victim dropped or
+swapped to host memory, MegEngine's SWAP and Capuchin's choice), heuristics.py (the scores),
 neighbourhood.py (evicted neighbourhoods, e*), allocator.py (the arenas, Coop's
 partitioned one), coop_inplace.py (Coop's recomputable in-place), record.py (what a run
 did), modes.py (the two modes: `simulate` and `DTRExecutor`, with its `ArrayBackend`).

@@ -64,6 +64,7 @@ class ArrayBackend:
         self.xp = array_module(device)
         self.feeds, self.step, self.seed, self.check = feeds, step, seed, check_remat
         self.digests: dict[int, bytes] = {}
+        self.host: dict[int, Any] = {}    # swapped tensors' host copies (hostswap.py)
         self.overflow = 0
 
     def start(self, rt: DTRRuntime) -> None:
@@ -151,6 +152,19 @@ class ArrayBackend:
             self.ext[w] = self.ext[w].copy()
             n += int(self.ext[w].nbytes)
         return n
+
+    def swap_out(self, rt: DTRRuntime, t: int) -> None:
+        """Swap in DTR (hostswap.py): t's bytes into a host buffer of its own (NumPy: a
+        copy; CuPy: a host array), before its block is given to others."""
+        a = self.array(rt, t)
+        self.host[t] = a.copy() if self.xp is np else a.get()
+
+    def swap_in(self, rt: DTRRuntime, t: int) -> None:
+        """t's host buffer copied back into its new block."""
+        upload(self.xp, self.array(rt, t), self.host.pop(t))
+
+    def drop_host(self, rt: DTRRuntime, t: int) -> None:
+        self.host.pop(t, None)
 
     def finish(self, rt: DTRRuntime) -> dict[str, np.ndarray]:
         p = rt.program

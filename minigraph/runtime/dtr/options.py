@@ -13,12 +13,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from ...errors import SwapError
+from ...memory.swap_plan import machine_of
 from .allocator import ALLOCATORS, partition_threshold
 from .heuristics import DTROptionError, get_heuristic
 
 DEFRAG_MODES = ("first", "last-resort", "never")
+EVICT_MODES = ("drop", "swap", "cheaper")   # what an eviction does: hostswap.py
 
-__all__ = ["DEFRAG_MODES", "DTROptionError", "DTROptions", "dtr_options"]
+__all__ = ["DEFRAG_MODES", "EVICT_MODES", "DTROptionError", "DTROptions", "dtr_options"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,15 @@ class DTROptions:
     recomputable (coop_inplace.py). The DTR authors' simulator's rules over storages are
     not an option of this runtime: they are `minigraph.dtr_research` (`SimrdOptions`,
     `replay_trace`), which runs on this runtime's programs and traces.
+    Swap inside DTR (MegEngine's EvictType::SWAP [MegEngine 2021], Capuchin's choice
+    [Peng 2020]; hostswap.py): `evict` "drop" (the default: recompute it later), "swap"
+    (copy every victim to host memory while `host_limit` allows, drop it otherwise) or
+    "cheaper" (per tensor, the cheaper of its recomputation and its two copies);
+    `host_limit` bytes of host memory for swapped tensors (None: unlimited); `machine` a
+    `memory.swap.Machine` or a name of `swap_plan.MACHINES` (a copy takes latency +
+    bytes / bandwidth seconds); `cost_rate` converts those seconds into the runtime's
+    cost unit: "flops" (the default, costs are FLOPs) x `machine.compute`, or a number of
+    cost units per second (1.0 when the costs are seconds).
     """
     heuristic: Any = "dtr"
     heuristic_args: Mapping[str, Any] | None = None
@@ -72,6 +84,10 @@ class DTROptions:
     select: Callable[[list, int], Any] | None = None
     partition: bool | float = False
     recomputable_inplace: bool = False
+    evict: str = "drop"
+    host_limit: int | None = None
+    machine: Any = "pcie4"
+    cost_rate: str | float = "flops"
 
     def __post_init__(self) -> None:
         get_heuristic(self.heuristic)       # DTROptionError naming the known ones
@@ -88,6 +104,7 @@ class DTROptions:
         if not isinstance(self.recomputable_inplace, bool):
             raise DTROptionError(f"recomputable_inplace must be True or False, not "
                                  f"{self.recomputable_inplace!r}")
+        checked_swap(self)
 
     def replace(self, **changes: Any) -> DTROptions:
         """A copy with `changes` (option names checked)."""
@@ -103,6 +120,27 @@ def checked_thrash_limit(t: Any) -> float:
         raise DTROptionError(f"thrash_limit must be a number > 0 (math.inf: never "
                              f"stop), not {t!r}")
     return t
+
+
+def checked_swap(o: DTROptions) -> None:
+    """The swap options (`evict`, `host_limit`, `machine`, `cost_rate`), else
+    DTROptionError naming the value."""
+    if o.evict not in EVICT_MODES:
+        raise DTROptionError(f"evict must be one of {', '.join(EVICT_MODES)}, not "
+                             f"{o.evict!r}")
+    h = o.host_limit
+    if h is not None and (isinstance(h, bool) or not isinstance(h, int) or h < 0):
+        raise DTROptionError(f"host_limit must be a number of bytes >= 0 (None: "
+                             f"unlimited), not {h!r}")
+    try:
+        machine_of(o.machine)
+    except SwapError as e:
+        raise DTROptionError(f"machine: {e}") from None
+    r = o.cost_rate
+    if r != "flops" and (isinstance(r, bool) or not isinstance(r, (int, float))
+                         or not r > 0):
+        raise DTROptionError(f"cost_rate must be 'flops' or a number > 0 of cost units "
+                             f"per second, not {r!r}")
 
 
 def checked_names(keywords: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,14 @@ class DTRTrace:
     `external` the bytes outside (parameters, inputs, outputs); `live` the working
     minimum of the program (no run that recomputes nothing holds less); `peak` the
     working memory of a run that never evicts, under the first-fit allocator.
+
+    Swap inside DTR (`DTROptions.evict`, runtime/dtr/hostswap.py): `swapped` names the
+    victims copied to host memory (in `evicted` too, in order), `swap_ins` counts the
+    copies back, `bytes_out` / `bytes_in` the bytes moved each way, `host_peak` the most
+    host bytes held at once (`footprint.host`), `host_refused` the victims dropped because
+    `host_limit` was reached, `transfer_cost` the copies' cost (in `extra_cost` too),
+    `transfers` each copy as (clock when it began, "out" | "in", tensor name, bytes), for a
+    timeline (in `events` a swap-out is a "free" and a copy back an "alloc", as for drop).
     """
     program: str
     heuristic: str
@@ -62,6 +70,14 @@ class DTRTrace:
     evicted: list[str] = field(default_factory=list, repr=False)   # names, in order
     timeline: list[tuple[float, int]] = field(default_factory=list, repr=False)
     outputs: dict[str, Any] = field(default_factory=dict, repr=False)
+    swapped: list[str] = field(default_factory=list, repr=False)   # names, in order
+    swap_ins: int = 0
+    bytes_out: int = 0
+    bytes_in: int = 0
+    host_peak: int = 0
+    host_refused: int = 0
+    transfer_cost: float = 0.0
+    transfers: list[tuple[float, str, str, int]] = field(default_factory=list, repr=False)
     remat_checked: int = 0
     remat_mismatches: list[str] = field(default_factory=list)
 
@@ -96,7 +112,7 @@ class DTRTrace:
         """This run in the one counting: working memory reached (`max_used`), split into
         the tensors' and the workspace's bytes at that moment, and the bytes outside."""
         return Footprint(self.max_used - self.peak_workspace, self.peak_workspace,
-                         self.external, self.max_used)
+                         self.external, self.max_used, host=self.host_peak)
 
     @property
     def below_working_minimum(self) -> bool:
@@ -132,6 +148,12 @@ class DTRTrace:
                  f"({self.moved_bytes:,} B moved)",
                  f"  fragmentation {self.fragmentation:.3f}, search "
                  f"{self.search_seconds * 1000:.1f} ms, run {self.seconds * 1000:.1f} ms"]
+        if self.swapped or self.host_refused:
+            lines.append(f"  {len(self.swapped)} of the evictions swapped to host memory "
+                         f"({self.swap_ins} copied back; {self.bytes_out:,} B out, "
+                         f"{self.bytes_in:,} B in, host peak {self.host_peak:,} B; "
+                         f"{self.host_refused} dropped for want of host memory), copies "
+                         f"cost {self.transfer_cost:g} of the extra")
         if self.inplace:
             lines.append(f"  {self.inplace} outputs written over their input (recomputable "
                          f"in-place)")

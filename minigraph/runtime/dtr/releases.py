@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .states import EVI, EXT, FREED, RES
+from .hostswap import drop_host
+from .states import EVI, EXT, FREED, RES, SWP
 
 
 def release(rt: Any, t: int) -> None:
@@ -28,8 +29,8 @@ def release(rt: Any, t: int) -> None:
         rt.scores.changed(t)       # a cached live neighbourhood may have counted it
     if st == RES and rt.pins[t] == 0:
         drop_dead(rt, t)
-    elif st == EVI and rt.hold[t] == 0:
-        free(rt, t)
+    elif st in (EVI, SWP) and rt.hold[t] == 0:
+        free(rt, t)       # a swapped one still held waits on the host for its neighbours
 
 
 def drop_dead(rt: Any, t: int) -> None:
@@ -59,6 +60,8 @@ def free(rt: Any, t: int) -> None:
             rt.candidates.remove(x)
         elif st == EVI:
             rt.un_evict(x)
+        elif st == SWP:
+            drop_host(rt, x)
         else:
             continue
         state[x] = FREED
@@ -66,7 +69,7 @@ def free(rt: Any, t: int) -> None:
         if p.replayable[x]:
             for i in p.ops[p.tensors[x].producer].inputs:
                 hold[i] -= 1
-                if hold[i] == 0 and rt.dead[i] and state[i] in (RES, EVI):
+                if hold[i] == 0 and rt.dead[i] and state[i] in (RES, EVI, SWP):
                     work.append(i)
 
 

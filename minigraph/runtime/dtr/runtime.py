@@ -43,12 +43,13 @@ from .bounds import budget_bytes, check_budget
 from .coop_inplace import overwritten, take_inputs
 from .eviction import Candidates, ScoreInputs, lowest_score
 from .heuristics import Heuristic, TensorView, get_heuristic
+from .hostswap import drop_host, setup, should_swap, swap_in, swap_out
 from .options import DTROptions, dtr_options
 from .program import Program
 from .record import DTRTrace
 from .releases import free, release, unpin
 from .room import make_room
-from .states import EVI, EXT, FREED, NEW, RES, STATE_NAMES
+from .states import EVI, EXT, FREED, NEW, RES, STATE_NAMES, SWP
 
 
 class DTRError(MinigraphError, RuntimeError):
@@ -73,6 +74,7 @@ class DTRRuntime:
         self.program, self.budget, self.backend = program, budget_bytes(budget), backend
         h = get_heuristic(o.heuristic, **(o.heuristic_args or {}))
         self.heuristic: Heuristic = h.pick(program, self.budget, o) if h.pick else h  # auto
+        setup(self)                     # swap inside DTR (`evict`): hostswap.py
         self.arena = make_arena(o.allocator, o.partition, self.budget, program)
         self.bounds = program.bounds()
         self._init_state()
@@ -147,6 +149,9 @@ class DTRRuntime:
                     continue
                 if st == EVI and p.replayable[i]:
                     break                # rematerialise i first: push its producer
+                if st == SWP:
+                    swap_in(self, i)     # copied back from host memory: now resident
+                    continue
                 raise DTRError(f"{p.tensors[i].name} is {STATE_NAMES[st]} but "
                                f"{p.ops[k].name if k >= 0 else 'the end'} needs it")
             f[2] = pos
@@ -224,16 +229,22 @@ class DTRRuntime:
                 for i in p.ops[k].inputs:
                     self.hold[i] += 1
             return
-        self.recomputes[o] += 1      # EVI: rematerialised
+        if before == SWP:            # recomputed with its siblings: the host copy goes
+            drop_host(self, o)
+        self.recomputes[o] += 1      # EVI (or SWP): rematerialised
         self.trace.remat_tensors += 1
         self.un_evict(o)
         if self.dead[o] and o != wanted and self.pins[o] == 0 and self.hold[o] == 0:
             free(self, o)
 
     def _count_replay(self, cost: float) -> None:
+        self.trace.extra_cost += cost
+        self.trace.rematerializations += 1
+        self.check_thrash()
+
+    def check_thrash(self) -> None:
+        """ThrashError past the thrash limit (extra cost, or op replays)."""
         tr, p = self.trace, self.program
-        tr.extra_cost += cost
-        tr.rematerializations += 1
         if tr.extra_cost > self._limit_cost and p.base_cost > 0 or \
                 tr.rematerializations > self._limit_replays:
             raise ThrashError(
@@ -269,7 +280,11 @@ class DTRRuntime:
         return v
 
     def evict(self, t: int, fake: bool = False) -> None:
-        """t leaves the arena and stays known, recomputable (a fake delete if `fake`)."""
+        """t leaves the arena and stays known, recomputable (a fake delete if `fake`); or,
+        with `evict` "swap" or "cheaper", its bytes go to host memory (hostswap.py)."""
+        if not fake and self.options.evict != "drop" and should_swap(self, t):
+            swap_out(self, t)
+            return
         p = self.program
         self.arena.free(self.addr[t])
         self.trace.events.append(("free", p.tensors[t].name, self.size[t]))
