@@ -23,14 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import ArgumentError, MinigraphError
+from .errors import ArgumentError, MinigraphError, did_you_mean
 from .experiments import plan_cli
 from .experiments.plan_cli import (
     USAGE_ERROR,
     Parser,
     batch_size,
-    did_you_mean,
     one_line,
+    positive_int,
     positive_seconds,
     zoo_model,
 )
@@ -66,6 +66,10 @@ def _add_tour(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=positive_seconds, default=0.5,
                    help="seconds for each searching planner (anneal, ilp, search); "
                         "default 0.5")
+    p.add_argument("--ilp-max-buffers", type=positive_int, default=60, metavar="N",
+                   help="plan with the ILP only up to N buffers (default 60; it grows fast)")
+    p.add_argument("--anneal-max-buffers", type=positive_int, default=2000, metavar="N",
+                   help="plan with annealing only up to N buffers (default 2000)")
     p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "auto"),
                    help="where to run the step (default cpu)")
     p.add_argument("--run", dest="run", action="store_true", default=None,
@@ -75,17 +79,23 @@ def _add_tour(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_tour)
 
 
+def _limits(args: argparse.Namespace) -> dict:
+    return {"ilp_max_buffers": args.ilp_max_buffers,
+            "anneal_max_buffers": args.anneal_max_buffers}
+
+
 def _run_tour(args: argparse.Namespace) -> int:
     if args.torch is None:
         tour(args.model, batch=args.batch, time_limit=args.time_limit, device=args.device,
-             run=args.run)
+             run=args.run, **_limits(args))
         return 0
     if args.model is not None:
         print("minigraph tour: error: give --model or --torch, not both", file=sys.stderr)
         return USAGE_ERROR
     # no PyTorch: TorchMissingError, a MinigraphError: one line and exit 2 (main)
     model = imported(args.torch, **({} if args.batch is None else {"batch": args.batch}))
-    tour(model, time_limit=args.time_limit, device=args.device, run=args.run)
+    tour(model, time_limit=args.time_limit, device=args.device, run=args.run,
+         **_limits(args))
     return 0
 
 

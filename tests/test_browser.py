@@ -339,3 +339,49 @@ def test_widget_with_dtr_finishes_on_every_zoo_model_at_its_default_budget(
         finally:
             _shut_down_kernels(page, name)
             browser.close()
+
+
+def test_widget_names_its_techniques_explains_a_dead_toggle_and_fits_its_cell(
+        lab: str) -> None:
+    """Issue 51: the headline says which techniques are on; switching in-place off on a
+    model where it saves nothing says why, in the page; and at a narrow window the widget
+    stays inside its output area (the left edge was clipped), nothing scrolled sideways."""
+    from playwright.sync_api import expect, sync_playwright
+
+    name = "widget_first_hour.ipynb"
+    _notebook(LAB_ROOT[0] / name, "import minigraph as mg\n"
+                                  "w = mg.memory_widget('mlp', batch=1, planner='ge')\nw")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 2400})
+        page.set_default_timeout(WAIT_MS)
+        expect.set_options(timeout=WAIT_MS)
+        try:
+            _run_all(page, f"{lab}/lab/tree/{name}?reset")
+            widget = page.locator(".mg-memory-widget").first
+            headline = widget.locator(".mg-headline")
+            expect(headline).to_contain_text("on: ge, in-place (last reader), order program",
+                                             timeout=WAIT_MS)
+            expect(headline).to_contain_text("in-place saves nothing on this model")
+            widget.locator(".mg-control-inplace select").select_option(label="off")
+            expect(headline).to_contain_text("on: ge, order program", timeout=WAIT_MS)
+            expect(headline).to_contain_text("in-place would save nothing on this model")
+            for width in (1300, 620):
+                page.set_viewport_size({"width": width, "height": 2400})
+                page.wait_for_timeout(1000)            # let JupyterLab lay the cell out
+                box = widget.evaluate("""e => { const r = e.getBoundingClientRect();
+                    const a = e.closest('.jp-OutputArea-output').getBoundingClientRect();
+                    return {left: r.left, right: r.right, aleft: a.left, aright: a.right,
+                            sw: e.scrollWidth, cw: e.clientWidth}; }""")
+                assert box["left"] >= box["aleft"] - 1 and box["right"] <= box["aright"] + 1, \
+                    (width, box)
+                assert box["sw"] <= box["cw"] + 1, (width, box)
+            widget.screenshot(path=str(ARTIFACTS / "widget-narrow.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "widget-first-hour-failure.png"),
+                            full_page=True)
+            raise
+        finally:
+            _shut_down_kernels(page, name)
+            browser.close()

@@ -21,20 +21,19 @@ stdout holds only the numbers, for pipes and tests.
 from __future__ import annotations
 
 import argparse
-import difflib
 import inspect
 import math
 import re
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn, TextIO
 
 from tqdm import tqdm
 
-from ..errors import MinigraphError
+from ..errors import MinigraphError, did_you_mean
 from ..fromtorch.zoo import TORCH_MODELS
 from ..memory.api import MemoryOptions, plan_memory
 from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
@@ -91,13 +90,6 @@ def ticking(desc: str, seconds: float | None = None, file: TextIO | None = None,
 def one_line(message: object) -> str:
     """`message` on one line: the CLI prints one line per mistake, never a traceback."""
     return "; ".join(x.strip() for x in str(message).splitlines() if x.strip())
-
-
-def did_you_mean(value: object, names: Iterable[object]) -> str:
-    """" (did you mean 'x'?)" for the name closest to `value` among `names` (difflib),
-    or "" when none is close."""
-    close = difflib.get_close_matches(str(value), [str(n) for n in names], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
