@@ -32,7 +32,7 @@ from minigraph.viz.widget import (  # noqa: E402
 )
 
 BYTES = r"([\d.]+ (?:B|KiB|MiB|GiB))"
-HEADLINE = re.compile(rf"^on: [^.]+\. arena: peak {BYTES} -> {BYTES}, saved ([\d.]+)% "
+HEADLINE = re.compile(rf"^(?:on: [^.]+\. )?arena: peak {BYTES} -> {BYTES}, saved ([\d.]+)% "
                       rf"\(theoretical minimum {BYTES}\)")
 UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}
 
