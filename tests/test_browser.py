@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -385,3 +386,68 @@ def test_widget_names_its_techniques_explains_a_dead_toggle_and_fits_its_cell(
         finally:
             _shut_down_kernels(page, name)
             browser.close()
+
+
+def test_minigraph_lab_on_sigterm_leaves_no_jupyter_process(tmp_path) -> None:
+    """Issue 51, with the real JupyterLab (no browser needed): `minigraph lab` passes
+    JupyterLab's own options through (`--no-browser --port P ...`), a kernel is started in
+    it, and SIGTERM to `minigraph lab` ends JupyterLab and the kernel and frees the port."""
+    pytest.importorskip("jupyterlab")
+    from minigraph.cli import descendants
+    nb = tmp_path / "n.ipynb"
+    _notebook(nb, "1 + 1")
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get(
+               "PYTHONPATH")])]),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings")}
+    port = _free_port()
+    with open(tmp_path / "lab.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "minigraph", "lab", str(nb), "--no-browser", "--port",
+             str(port), "--ip", "127.0.0.1", "--ServerApp.token=", "--ServerApp.password=",
+             "--ServerApp.disable_check_xsrf=True", "--ServerApp.port_retries=0",
+             f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None"],
+            env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + WAIT_S
+        while True:
+            assert proc.poll() is None, (tmp_path / "lab.log").read_text()[-3000:]
+            assert time.time() < deadline, "JupyterLab did not answer"
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        req = urllib.request.Request(f"{url}/api/kernels", data=b'{"name": "python3"}',
+                                     headers={"Content-Type": "application/json"},
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=WAIT_S) as r:
+            assert r.status in (200, 201)
+        below = descendants(proc.pid)
+        assert len(below) >= 2, below           # JupyterLab and its kernel (at least)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+        deadline = time.time() + 30
+        while [p for p in below if _alive(p)]:
+            assert time.time() < deadline, [p for p in below if _alive(p)]
+            time.sleep(0.2)
+        with socket.socket() as s:              # nothing listens on the port any more
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # TIME_WAIT is fine
+            s.bind(("127.0.0.1", port))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    """A process `pid` that is not a zombie (dead, waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
