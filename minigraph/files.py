@@ -9,6 +9,7 @@ it, never half a plan that a later `--check` would read as a smaller valid one.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -27,8 +28,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open: mode must be 'w' or 'wb', not {mode!r}")
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                               dir=path.parent if str(path.parent) else ".")
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:        # name the file asked for, not the temporary one
+        raise type(e)(e.errno, e.strerror, str(path)) from None
     try:
         binary = mode == "wb"
         with os.fdopen(fd, mode, encoding=None if binary else encoding,

@@ -338,3 +338,16 @@ def test_the_tour_option_lifts_the_ilp_limit() -> None:
     assert r.returncode == 0, r.stderr
     ilp = next(line for line in r.stdout.splitlines() if line.startswith("ilp + in-place"))
     assert "skipped" not in ilp, ilp
+
+
+def test_a_write_that_cannot_start_names_the_file_asked_for(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError) as e:
+        write_text(tmp_path / "no" / "x.csv", "x")
+    assert e.value.filename == str(tmp_path / "no" / "x.csv")
+    with pytest.raises(IsADirectoryError):
+        write_text(tmp_path, "x")
+    path = tmp_path / "kept.csv"
+    write_text(path, "a")
+    path.chmod(0o640)
+    write_text(path, "b")                        # a rewrite keeps the file's permissions
+    assert path.read_text() == "b" and path.stat().st_mode & 0o777 == 0o640
