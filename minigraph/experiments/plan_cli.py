@@ -309,7 +309,9 @@ def _check(args: argparse.Namespace) -> int:
     if args.file is not None:
         check_against(buffers, read_problem(args.file), args.check, args.file)
         print(f"{args.check}: every buffer of {args.file} placed")
-    print(f"{args.check}: valid plan")
+    print(f"{args.check}: valid plan" + ("" if args.file is not None else
+          " (of the buffers it lists: give its problem, --check PLAN.csv FILE.csv, to "
+          "check that none is missing)"))
     _report(len(buffers), theoretical_minimum(buffers), arena_size(buffers, offsets), None,
             no_reuse=sum(b.size for b in buffers))
     return 0
