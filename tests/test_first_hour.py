@@ -314,6 +314,14 @@ def test_python_entry_points_raise_typed_one_line_errors() -> None:
         assert "\n" not in str(e.value)
     with pytest.raises(TypeError):          # still a TypeError for code that caught one
         MemoryExplorer(42)
+    pytest.importorskip("ipywidgets")
+    w = mg.memory_widget("mlp", batch=1)
+    with pytest.raises(ArgumentError, match=r"MemoryWidget.set: planner='gee' is not "
+                                            r"offered \(did you mean 'ge'\?\)"):
+        w.set(planner="gee")
+    with pytest.raises(ArgumentError, match="batch=3 is not offered"):
+        w.set(batch=3)
+    assert w.controls["planner"].value == "refcount"       # nothing moved
 
 
 # --- 6. the tour says how to lift each skip; notes whole ---------------------------------

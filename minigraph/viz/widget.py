@@ -168,7 +168,9 @@ class MemoryWidget(w.VBox if w is not None else object):
         """Move controls from code (one re-plan at the end): any control by its name,
         e.g. `set(planner="ge")`, `set(colors=2)`, `set(dtr=True, dtr_budget=0.6)`;
         `dtr_budget=None` goes back to the model's default budget."""
-        WidgetState().replace(**values)          # names and the in-place rule checked here
+        wanted = WidgetState().replace(**values)  # names and the in-place rule checked here
+        check_offered(self.explorer, wanted, set(values) - {"dtr_budget"},
+                      "MemoryWidget.set")
         if "inplace" in values:                  # "last-reader" is True
             values["inplace"] = MemoryOptions(inplace=values["inplace"]).inplace
         self._busy = True
@@ -270,6 +272,18 @@ class MemoryWidget(w.VBox if w is not None else object):
         return data
 
 
+def check_offered(explorer: MemoryExplorer, state: WidgetState,
+                  names: Any = None, where: str = "memory_widget") -> None:
+    """Every control's value is one its dropdown offers (a dropdown takes no other value);
+    else ArgumentError naming the control, the value and the closest offered name."""
+    for name, offered in explorer.choices().items():
+        value = getattr(state, name)
+        if (names is None or name in names) and value not in offered:
+            hint = did_you_mean(value, offered) if isinstance(value, str) else ""
+            raise ArgumentError(f"{where}: {name}={_short(value)} is not offered{hint}; "
+                                f"{name} is one of {', '.join(map(str, offered))}")
+
+
 def memory_widget(graph_or_model: Graph | str | Any = None, batch: int | None = None,
                   **controls: Any):
     """A widget with a toggle for every memory technique on `graph_or_model` (a Graph, a
@@ -278,12 +292,7 @@ def memory_widget(graph_or_model: Graph | str | Any = None, batch: int | None = 
     move them with `widget.set(...)` (see `MemoryWidget`)."""
     explorer = MemoryExplorer(graph_or_model, batch)
     state = explorer.initial.replace(**controls) if controls else explorer.initial
-    for name, offered in explorer.choices().items():     # a dropdown takes no other value
-        value = getattr(state, name)
-        if value not in offered:
-            hint = did_you_mean(value, offered) if isinstance(value, str) else ""
-            raise ArgumentError(f"memory_widget: {name}={_short(value)} is not offered{hint}; "
-                                f"{name} is one of {', '.join(map(str, offered))}")
+    check_offered(explorer, state)
     if w is None:
         raise ImportError("memory_widget needs ipywidgets and matplotlib: "
                           "pip install 'minigraph[lab]'")
