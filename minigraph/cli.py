@@ -241,6 +241,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def _started(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc), None if it is gone: a
+    process is the one recorded only if both its number and its start match."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()[19]
+
+
 class _Stop(Exception):
     """A signal that ends `minigraph lab` (SIGINT, SIGTERM, SIGHUP)."""
 
@@ -267,7 +277,11 @@ def stop_process_tree(proc: subprocess.Popen, grace: float = LAB_GRACE) -> None:
     """End `proc` (started in a session of its own) and everything it started: SIGTERM to
     its process group (JupyterLab then shuts its kernels down), SIGKILL to the group after
     `grace` seconds or at a second signal, then SIGKILL to any descendant still alive."""
-    below = descendants(proc.pid)
+    if not hasattr(os, "killpg"):       # Windows: no process groups to signal
+        proc.terminate()
+        proc.wait()
+        return
+    below = {pid: _started(pid) for pid in descendants(proc.pid)}
     try:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=grace)
@@ -277,6 +291,8 @@ def stop_process_tree(proc: subprocess.Popen, grace: float = LAB_GRACE) -> None:
         pass
     finally:
         for pid in [proc.pid, *below]:
+            if pid != proc.pid and _started(pid) != below[pid]:
+                continue                    # gone, and its number taken by another process
             try:
                 if pid == proc.pid or os.getpgid(pid) == pid:    # a group (session) leader
                     os.killpg(pid, signal.SIGKILL)
