@@ -382,8 +382,11 @@ class MemoryExplorer:
         if progress is not None:
             progress(0, 1, f"{state.planner} on {len(graph.nodes)} nodes")
         report = self.report(state)
+        # Plan the other way too (cached), to say when in-place changes nothing here; not
+        # for a searching planner, whose second search would double the wait.
         flipped = state.replace(inplace=False if state.inplace else True)
-        notes = [n for n in [toggle_note(state, report, self.report(flipped))] if n]
+        notes = [] if state.planner in (*techniques.SLOW_PLANNERS, "search") else \
+            [n for n in [toggle_note(state, report, self.report(flipped))] if n]
         rows = list(self.rows(state, progress))
         minimum = view_minimum(report, rows)
         working_min = view_minimum(report, rows, working=True)
