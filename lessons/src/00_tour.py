@@ -266,7 +266,7 @@ check_answers({1: (ANSWER_1, l00.exercise_1), 2: (ANSWER_2, l00.exercise_2)})
 # - Each tensor lives from its producer's step to its last reader's step (lesson 02); the
 #   largest sum alive at one step is the theoretical minimum of that schedule.
 # - In-place, refcount sharing and colouring (lessons 03, 04), GE's block reuse and
-#   schedule optimisation (05), offset planners and the ILP (06) approach that minimum;
+#   schedule optimisation (05, 05b), offset planners and the ILP (06) approach that minimum;
 #   lesson 08 runs the same plans on a GPU.
 # - Every technique is counted the same way: the arena (planned tensors), the workspace
 #   (an op's scratch), the bytes outside (inputs, parameters, outputs). DTR (07) holds
