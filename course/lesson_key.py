@@ -120,13 +120,13 @@ def my_hazards(graph, plan):
 
 
 def ge_misses_the_minimum():
-    """05.3: a small block whose life overlaps two larger ones that could share."""
+    """05.2: a small block whose life overlaps two larger ones that could share."""
     B = mg.Buffer
     return [B("A", 1, 2, 100), B("B", 2, 4, 200), B("C", 0, 1, 400), B("D", 0, 0, 200)]
 
 
 def my_reuse_blocks(buffers, range_of):
-    """05.4: GE's reuse step: by start, the lowest-numbered free block of its range."""
+    """05.3: GE's reuse step: by start, the lowest-numbered free block of its range."""
     blocks, ranges = [], []
     for b in sorted(buffers, key=lambda b: b.start):
         r = range_of(b)
@@ -214,9 +214,9 @@ KEY: dict[str, dict[int, tuple[Any, str]]] = {
            4: (4096, "no branch may take another's bytes"),
            5: (lambda: my_hazards, "the ancestor test, pair by pair")},
     "05": {1: (7680, "A and C share; D's range is theirs but C is alive; B, E alone"),
-           2: ("bfs", "the lowest theoretical minimum of the zoo CNN"),
-           3: (ge_misses_the_minimum, "D overlaps the blocks that C and A/B could share"),
-           4: (lambda: my_reuse_blocks, "section 2's reuse step")},
+           2: (ge_misses_the_minimum, "D overlaps the blocks that C and A/B could share"),
+           3: (lambda: my_reuse_blocks, "section 2's reuse step")},
+    "05b": {1: ("bfs", "the lowest theoretical minimum of the zoo CNN")},
     "06": {1: (lambda: first_fit_by_start, "first fit by start, offset for offset"),
            2: (registered_gap, "first fit by start on the zoo LSTM, in percent")},
     "07": {1: (lambda: my_place, "minimal.py's loop"),

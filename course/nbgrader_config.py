@@ -2,11 +2,39 @@
 
 The source notebooks are written by `python make_source.py` from the assignment notebooks and
 the reference solutions; `nbgrader generate_assignment a1` puts the stub back in place of the
-solution. Where the exchange lives (`c.Exchange.root`, /srv/nbgrader/exchange by default) is
-JupyterHub's business: set it in the global nbgrader_config.py that students share.
+solution.
+
+The exchange (where `release_assignment` puts a release and `submit` a hand-in) is this
+folder's `exchange/`, made on first use, so that the course works as shipped, with no global
+configuration: on one machine, students pass `--Exchange.root=<this folder>/exchange` (or
+set it in their own nbgrader_config.py). Where a global nbgrader_config.py already names an
+exchange (JupyterHub's, /srv/nbgrader/exchange), that one stands: students share it.
 """
 
+from pathlib import Path
+
+from jupyter_core.paths import jupyter_config_path
+from traitlets.config.loader import PyFileConfigLoader
+
 c = get_config()  # noqa: F821  (nbgrader defines it)
+
+COURSE = Path(__file__).parent      # not resolved: a course folder may link to these files
+EXCHANGE = COURSE / "exchange"
+
+
+def global_exchange() -> str | None:
+    """The exchange a global nbgrader_config.py (a JupyterHub's) names, if one does."""
+    for folder in jupyter_config_path():
+        if (Path(folder) / "nbgrader_config.py").is_file():
+            loaded = PyFileConfigLoader("nbgrader_config.py", path=folder).load_config()
+            if "root" in loaded.get("Exchange", {}):
+                return loaded.Exchange.root
+    return None
+
+
+if global_exchange() is None:
+    EXCHANGE.mkdir(exist_ok=True)       # nbgrader refuses an exchange that does not exist
+    c.Exchange.root = str(EXCHANGE)
 
 c.CourseDirectory.course_id = "minigraph"
 c.CourseDirectory.assignment_id = ""              # name it on the command line: a1, a2, a3

@@ -2,10 +2,12 @@
 
     python course/student_repo.py DEST
 
-Copies the files git tracks, less `lessons/assignments/solutions/` (the reference solutions)
-and `course/` (the instructor's side: nbgrader's configuration and scripts), into DEST, a new
-folder. Make DEST the students' repository: the template of a Classroom assignment and what
-their Binder badge builds. Grading there needs `--student` (docs/teaching.md).
+Copies the files git tracks, less `lessons/assignments/solutions/` (the reference solutions),
+`course/` (the instructor's side: nbgrader's configuration and scripts, the rubrics of the
+written answers, the slides' packages) and `docs/teaching.md` (the instructor's guide), into
+DEST, a new folder. Make DEST the students' repository: the template of a Classroom
+assignment and what their Binder badge builds. Grading there needs `--student`
+(docs/teaching.md).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what stays with the instructor (paths relative to the repository)
-WITHHELD = ("lessons/assignments/solutions/", "course/")
+WITHHELD = ("lessons/assignments/solutions/", "course/", "docs/teaching.md")
 
 
 def student_files(root: Path = ROOT) -> list[str]:
@@ -39,7 +41,7 @@ def main(args: list[str]) -> int:
     for rel in files:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, dest / rel)
-    print(f"copied {len(files)} files to {dest}, without {' and '.join(WITHHELD)}")
+    print(f"copied {len(files)} files to {dest}, without {', '.join(WITHHELD)}")
     return 0
 
 

@@ -79,3 +79,65 @@ def test_nbconvert_builds_the_deck_with_one_section_per_slide(path: Path) -> Non
     subslides = len(cells) - slides
     # reveal.js: one <section> per slide, and one per subslide nested inside it
     assert body.count("<section") == slides + subslides + slides
+
+
+# The offline kit: `build.py --slides DIR` links reveal.js, jQuery and RequireJS beside the
+# decks, copied from the npm packages course/slides/package.json pins.
+
+ASSET_LINK = re.compile(r'(?:src|href)="([^"]*(?:reveal|jquery|require)[^"]*)"', re.I)
+
+
+def _fake_packages(root: Path) -> Path:
+    """The files `build.SLIDE_ASSETS` copies, as empty stand-ins (no npm needed)."""
+    for name in build.SLIDE_ASSETS:
+        path = root / name
+        if name.endswith(".js"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("// stand-in\n")
+        else:
+            (path / "sub").mkdir(parents=True)
+            (path / "sub" / "file.js").write_text("// stand-in\n")
+    return root
+
+
+def _offline_links(deck: Path) -> list[str]:
+    links = ASSET_LINK.findall(deck.read_text(encoding="utf-8"))
+    assert links, f"{deck.name} links no reveal.js at all"
+    online = [u for u in links if re.match(r"(https?:)?//", u)]
+    assert not online, f"{deck.name} loads {online[0]} from the network"
+    return links
+
+
+def test_slides_link_reveal_js_beside_the_decks_not_a_cdn(tmp_path: Path) -> None:
+    if build is None:
+        pytest.skip("jupytext is not installed")
+    pytest.importorskip("nbconvert")
+    packages = _fake_packages(tmp_path / "node_modules")
+    out = tmp_path / "slides"
+    decks = build.build_slides(out, packages, stems={"00_tour", "07_dtr"})
+    assert [d.name for d in decks] == ["00_tour.slides.html", "07_dtr.slides.html"]
+    for deck in decks:
+        _offline_links(deck)
+    assert (out / "require.js").exists() and (out / "jquery.min.js").exists()
+    assert (out / "reveal.js" / "dist" / "sub" / "file.js").exists()
+
+
+def test_slides_without_the_packages_say_how_to_install_them(tmp_path: Path) -> None:
+    if build is None:
+        pytest.skip("jupytext is not installed")
+    with pytest.raises(SystemExit, match="npm ci --prefix course/slides"):
+        build.build_slides(tmp_path / "slides", tmp_path / "nothing", stems={"00_tour"})
+
+
+def test_the_real_reveal_js_files_exist_where_the_decks_link_them(tmp_path: Path) -> None:
+    """With the pinned packages installed (`npm ci --prefix course/slides`), every local
+    file a deck links is there: the stylesheets, reveal.js, its notes plugin."""
+    if build is None or not build.SLIDE_PACKAGES.exists():
+        pytest.skip("run `npm ci --prefix course/slides` first")
+    pytest.importorskip("nbconvert")
+    out = tmp_path / "slides"
+    (deck,) = build.build_slides(out, stems={"07_dtr"})
+    text = deck.read_text(encoding="utf-8")
+    links = _offline_links(deck) + re.findall(r'"(reveal\.js/[^"]+\.js)"', text)
+    for link in links:
+        assert (out / link.split("?")[0]).is_file(), f"{deck.name} links {link}: not there"

@@ -163,6 +163,9 @@ print("GE + in-place, 2 colours:", w.headline)
 w.set(colors=1, dtr=True)
 print("with DTR:", w.headline)
 assert w.result.dtr.ok, "the default DTR budget is one at which DTR finishes"
+slider = w.result.dtr                      # kept for the next section's comparison
+slider_step = w.explorer.dtr_bounds(w.result.state).total // 100    # 1% of the total peak
+slider_below = w.explorer.dtr_run(w.result.state, slider.ratio - 0.01)   # one step lower
 w.set(dtr=False)
 
 # %% [markdown]
@@ -171,7 +174,9 @@ w.set(dtr=False)
 # Does DTR beat the static plans on this MLP? In the one counting: the floors of this
 # schedule, the best static plan (best-fit + in-place), and the smallest budget at which
 # DTR finishes (tried on a grid from the smallest that could work up to the run without
-# eviction). The last lines are written from these numbers.
+# eviction). The last lines are written from these numbers. This grid is not the
+# slider's, so its smallest budget need not be the widget's: the cell's last lines say
+# why the two differ.
 
 # %%
 c = same_counting(step)
@@ -196,6 +201,20 @@ print(f"Every static plan keeps the largest workspace, {fmt(ws)} ({op}), beside 
       f"DTR places it among the tensors, so its budgets sit below the static plans' "
       f"working memory ({fmt(c.static_working)}) even where it recomputes little.")
 assert c.dtr_budget < c.static_working and c.dtr_lower <= c.dtr_budget
+print(f"Two grids, two smallest budgets. The widget's slider moves in steps of 1% of the "
+      f"total peak ({fmt(slider_step)}); DTR finishes at {slider.ratio:.0%}, "
+      f"{fmt(slider.budget)}, while the step below, {fmt(slider_below.budget)}, is "
+      + ("under the lower bound, so it is not run." if slider_below.budget < c.dtr_lower
+         else f"{slider_below.status}.")
+      + f" The grid of this cell starts at the lower bound {fmt(c.dtr_lower)} itself and "
+      f"tries 40 steps up, so it finds {fmt(c.dtr_budget)}: "
+      + (f"a budget {fmt(slider.budget - c.dtr_budget)} below the slider's, "
+         f"less than one slider step." if slider.budget - c.dtr_budget < slider_step
+         else f"{fmt(slider.budget - c.dtr_budget)} below the slider's.")
+      + f" Hence the widget's DTR is "
+      f"{'below' if slider.budget < c.working_minimum else 'not below'} the working "
+      f"minimum {fmt(c.working_minimum)} and this cell's is "
+      f"{'below' if c.below else 'not below'} it.")
 
 # %% [markdown]
 # ## 5. A plan is only useful if it runs
@@ -247,7 +266,7 @@ check_answers({1: (ANSWER_1, l00.exercise_1), 2: (ANSWER_2, l00.exercise_2)})
 # - Each tensor lives from its producer's step to its last reader's step (lesson 02); the
 #   largest sum alive at one step is the theoretical minimum of that schedule.
 # - In-place, refcount sharing and colouring (lessons 03, 04), GE's block reuse and
-#   schedule optimisation (05), offset planners and the ILP (06) approach that minimum;
+#   schedule optimisation (05, 05b), offset planners and the ILP (06) approach that minimum;
 #   lesson 08 runs the same plans on a GPU.
 # - Every technique is counted the same way: the arena (planned tensors), the workspace
 #   (an op's scratch), the bytes outside (inputs, parameters, outputs). DTR (07) holds

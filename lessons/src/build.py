@@ -2,6 +2,7 @@
 
     python lessons/src/build.py            # rewrite the notebooks
     python lessons/src/build.py --check    # exit 1 if a notebook is not its source's build
+    python lessons/src/build.py --slides DIR   # every lesson's deck, reveal.js beside it
 
 `lessons/src/NN_name.py` (or `NNb_name.py`, a lesson between NN and NN+1) gives
 `lessons/NN_name.ipynb` and `lessons/assignments/src/AN_name.py`
@@ -19,14 +20,24 @@ starts a new slide, every other cell is a slide below it (a subslide). One cell 
 slide, so a slide fits the screen when its cell does: a markdown cell of at most
 `SLIDE_MARKDOWN_LINES` lines, a code cell of at most `SLIDE_CODE_LINES`
 (tests/test_slides.py holds every lesson to it).
+
+That command loads reveal.js, jQuery and RequireJS from CDNs: in a room without a network
+the deck is an unstyled page. `--slides DIR` builds every lesson's deck into DIR with
+those three copied beside it, from the npm packages that course/slides/package.json pins
+(`npm ci --prefix course/slides` installs them, once), so the folder opens offline.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
 import jupytext
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # minigraph from this checkout
+
+from minigraph.files import write_text  # noqa: E402
 
 LESSONS = Path(__file__).resolve().parents[1]
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -75,7 +86,50 @@ def notebook_text(src: Path) -> str:
     return jupytext.writes(nb, fmt="ipynb") + "\n"
 
 
+SLIDE_PACKAGES = LESSONS.parent / "course" / "slides" / "node_modules"
+# What a deck needs beside it (in the npm packages -> in the slides folder).
+SLIDE_ASSETS = {"reveal.js/dist": "reveal.js/dist", "reveal.js/plugin": "reveal.js/plugin",
+                "jquery/dist/jquery.min.js": "jquery.min.js",
+                "requirejs/require.js": "require.js"}
+
+
+def build_slides(out: Path, packages: Path = SLIDE_PACKAGES,
+                 stems: set[str] | None = None) -> list[Path]:
+    """Every lesson's reveal.js deck (or those whose source is named in `stems`) written
+    to `out` (NN_name.slides.html), with reveal.js, jQuery and RequireJS copied from
+    `packages` beside the decks and linked by relative paths, so that the folder works
+    offline; the decks written, in order."""
+    from nbconvert import SlidesExporter  # only the slides need nbconvert, not the build
+
+    missing = [name for name in SLIDE_ASSETS if not (packages / name).exists()]
+    if missing:
+        sys.exit(f"{packages / missing[0]} is missing: run `npm ci --prefix course/slides`")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, there in SLIDE_ASSETS.items():
+        src, dst = packages / name, out / there
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+    exporter = SlidesExporter(reveal_url_prefix="reveal.js", jquery_url="jquery.min.js",
+                              require_js_url="require.js")
+    written = []
+    for src in sources():
+        if not is_lesson(src) or (stems is not None and src.stem not in stems):
+            continue
+        body, _ = exporter.from_filename(str(notebook_path(src)))
+        path = out / f"{src.stem}.slides.html"
+        write_text(path, body)
+        written.append(path)
+    return written
+
+
 def main(args: list[str]) -> int:
+    if args[:1] == ["--slides"] and len(args) == 2:
+        for path in build_slides(Path(args[1])):
+            print(f"wrote {path}")
+        return 0
     if set(args) - {"--check"}:
         sys.exit(__doc__)
     check = "--check" in args
@@ -89,7 +143,7 @@ def main(args: list[str]) -> int:
             print(f"{name} is stale: run `python lessons/src/build.py`")
             status = 1
         else:
-            path.write_text(text, encoding="utf-8")
+            write_text(path, text)       # whole or not at all (minigraph/files.py)
             print(f"wrote {name}")
     for path in sorted(LESSONS.glob("*.ipynb")) + sorted(LESSONS.glob("assignments/*.ipynb")):
         if path not in built:       # its source was renamed or deleted

@@ -1,4 +1,4 @@
-"""Exercise checks of lesson 05 (GE's block reuse and the schedule) [Huawei GE].
+"""Exercise checks of lesson 05 (GE's block reuse) [Huawei GE]; the schedule's are l05b's.
 
 Each `exercise_N(answer)` returns (right?, why) for `check_answers`; the expected value
 is computed here, and a wrong answer gets a hint that does not give it away.
@@ -9,17 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ..memory import ORDERS, Buffer, MemoryOptions, plan_memory, theoretical_minimum
+from ..memory import Buffer, theoretical_minimum
 from ..memory.instances import ge_worked_example, hard_instance
 from ..memory.planners import plan_buffers
 from ..memory.planners.ge import binary_ranges, reuse_blocks
-from ..models import get_model
 from . import try_student
 from .l01 import _count
-
-#: The zoo model of exercise 2 and the settings its minima are compared under.
-EXERCISE_2_MODEL = "cnn"
-EXACT = MemoryOptions(planner="none", alignment=1)
 
 
 def _binary_block_bytes() -> int:
@@ -42,28 +37,7 @@ def exercise_1(answer: Any) -> tuple[bool, str]:
                    "tensor and add the blocks up")
 
 
-def _minima_by_order(model: str = EXERCISE_2_MODEL) -> dict[str, int]:
-    """The theoretical minimum of `model`'s training step under every order but "best"."""
-    g = get_model(model).graph
-    return {o: plan_memory(g, EXACT.replace(order=o)).theoretical_minimum
-            for o in ORDERS if o != "best"}
-
-
 def exercise_2(answer: Any) -> tuple[bool, str]:
-    """Which order gives the zoo CNN the lowest theoretical minimum?"""
-    if answer == "best":
-        return False, "'best' only keeps the winner of the others: name the one it keeps"
-    if not isinstance(answer, str) or answer not in ORDERS:
-        return False, f"{answer!r} is not an order; the orders: {', '.join(ORDERS)}"
-    mins = _minima_by_order()
-    low = min(mins.values())
-    if mins[answer] == low:
-        return True, f"{answer!r}: {low:,} B, the lowest of {len(mins)} orders"
-    return False, (f"{answer!r} gives {mins[answer]:,} B and another order gives less: "
-                   "plan the model once per order and compare `theoretical_minimum`")
-
-
-def exercise_3(answer: Any) -> tuple[bool, str]:
     """A buffer list on which GE's two-level reuse stays above the theoretical minimum."""
     if (not isinstance(answer, (list, tuple)) or not answer
             or not all(isinstance(b, Buffer) for b in answer)):
@@ -83,7 +57,7 @@ def _binary_range(buffers: list[Buffer]) -> Callable[[Buffer], Hashable]:
     return lambda b: next((c for c in ceilings if b.size <= c), ceilings[-1])
 
 
-def exercise_4_cases() -> list[tuple[str, list[Buffer], str, Callable[[Buffer], Hashable]]]:
+def exercise_3_cases() -> list[tuple[str, list[Buffer], str, Callable[[Buffer], Hashable]]]:
     """(name, buffers, range rule's name, range rule) of exercise 4's check."""
     worked = ge_worked_example()
     hard = [b for b in hard_instance(30, capacity=4096, seed=0, granule=64) if b.size]
@@ -94,12 +68,12 @@ def exercise_4_cases() -> list[tuple[str, list[Buffer], str, Callable[[Buffer], 
             ("lesson 06's hard instance, Binary block", hard, "binary", _binary_range(hard))]
 
 
-def exercise_4(fn: Callable[..., Any]) -> tuple[bool, str]:
+def exercise_3(fn: Callable[..., Any]) -> tuple[bool, str]:
     """The student's `my_reuse_blocks(buffers, range_of)` -> blocks (lists of buffer ids),
-    against `reuse_blocks` on every case of `exercise_4_cases`."""
+    against `reuse_blocks` on every case of `exercise_3_cases`."""
     if not callable(fn):
         return False, f"ANSWER_4 must be your function my_reuse_blocks, not {fn!r}"
-    for name, buffers, _, range_of in exercise_4_cases():
+    for name, buffers, _, range_of in exercise_3_cases():
         ok, got = try_student(fn, "my_reuse_blocks", name, list(buffers), range_of)
         if not ok:
             return False, got
@@ -122,4 +96,4 @@ def exercise_4(fn: Callable[..., Any]) -> tuple[bool, str]:
         return False, (f"on {name}: the blocks are grouped differently: walk the buffers "
                        "by start step (ties in list order), and reuse only a block of "
                        "the same range")
-    return True, f"the same blocks as GE's reuse on all {len(exercise_4_cases())} cases"
+    return True, f"the same blocks as GE's reuse on all {len(exercise_3_cases())} cases"
