@@ -341,3 +341,25 @@ def test_a_the_tour_and_the_cli_name_their_quantities(capsys) -> None:
     out = capsys.readouterr().out
     for name in ("workspace", "working", "working minimum", "outside"):
         assert re.search(rf"^{name}\s+\d+ B", out, re.M), (name, out)
+
+
+def test_d10_the_swap_timeline_marks_each_transfer_where_the_plan_puts_it() -> None:
+    """Issue 48 point 6: each offload after its tensor's last use before the gap, each
+    prefetch before its reader, one late mark per copy the copy stream says was late,
+    and the host line at the report's host peak at most."""
+    ex = MemoryExplorer("resnet")
+    result = ex.compute(WidgetState(model="resnet", planner="bestfit", swap=True,
+                                    swap_budget=0.6))
+    rep = result.swap
+    assert rep is not None and rep.swaps, result.messages
+    ax = MemoryExplorer.figures(result)["timeline"].axes[0]
+    marks = {c.get_gid(): sorted(x for x, _ in c.get_offsets()) for c in ax.collections
+             if c.get_gid() in ("offload", "prefetch", "late")}
+    assert marks["offload"] == sorted(s.after + 0.5 for s in rep.swaps)
+    assert marks["prefetch"] == sorted(s.back - 0.5 for s in rep.swaps)
+    assert all(s.back - 0.5 < s.reader for s in rep.swaps)
+    assert len(marks.get("late", [])) == len(rep.timing.waits)
+    host = next(ln for ln in ax.get_lines() if ln.get_gid() == "host")
+    div = plots.UNIT_DIV[result.unit]
+    assert 0 < max(host.get_ydata()) * div <= rep.host_bytes
+    assert plots.fmt_in(rep.host_bytes, result.unit) in host.get_label()

@@ -450,3 +450,97 @@ def test_the_in_place_only_bar_follows_the_chosen_rule(step) -> None:
         rows = ex.compute(WidgetState(inplace=rule)).rows
         only = next(r for r in rows if r.technique == "none+inplace")
         assert only.options.inplace == rule
+
+
+# The swap toggle (issue 48 point 6) ------------------------------------------------------
+
+def test_swap_toggle_plans_with_plan_swap_and_the_headline_reads_its_report(step) -> None:
+    from minigraph.memory.swap_plan import lowest_swap_plan, plan_swap
+    w = memory_widget(step, planner="bestfit")
+    before = w.headline
+    assert w.controls["swap_budget"].disabled and w.result.swap is None
+    w.set(swap=True)
+    rep, st = w.result.swap, w.result.state
+    assert rep is not None and not w.controls["swap_budget"].disabled
+    ref = plan_swap(step, rep.budget, st.options(), machine="pcie4")
+    assert rep.plan.offsets == ref.plan.offsets
+    assert rep.plan.back_offsets == ref.plan.back_offsets and rep.swaps
+    # The slider starts at the lowest budget swapping reaches, on its grid.
+    low = lowest_swap_plan(step, st.options()).budget
+    minimum = w.result.report.theoretical_minimum
+    assert low <= rep.budget < low + 0.005 * minimum + 1
+    assert rep.budget < minimum, "swap goes below the minimum without swap"
+    assert w.controls["swap_budget"].value == pytest.approx(st.swap_budget)
+    text = w.headline
+    assert text.startswith(before.split(". ")[0] + ", swap (pcie4). ")
+    unit = w.result.unit
+    for part in (f"swap on (pcie4, bestfit, budget {plots.fmt_in(rep.budget, unit)}",
+                 f"device peak (arena) {plots.fmt_in(rep.arena_bytes, unit)}",
+                 f"host peak {plots.fmt_in(rep.host_bytes, unit)}",
+                 f"moved {plots.fmt_in(rep.moved, unit)} each way",
+                 f"step {ref.timing.seconds * 1e6:.1f} us against "
+                 f"{ref.timing.baseline * 1e6:.1f} us without swapping",
+                 f"{len(rep.hidden())} of {len(rep.swaps)} transfers hidden"):
+        assert part in text, (part, text)
+    assert html.escape(text) in w.headline_html.value
+    w.set(swap=False)
+    assert w.result.swap is None and w.headline == before
+    assert w.controls["swap_budget"].disabled
+
+
+def test_swap_composes_with_the_planner_and_the_link(step) -> None:
+    w = memory_widget(step, planner="bestfit", swap=True, swap_budget=0.97)
+    assert w.result.swap.budget == round(0.97 * w.result.report.theoretical_minimum)
+    for planner in ("greedy-size", "bestfit"):
+        w.set(planner=planner)
+        rep = w.result.swap
+        assert rep.options.planner == planner and rep.arena_bytes <= rep.budget
+        assert w.controls["swap_budget"].value == 0.97, "another planner keeps the budget"
+        assert f"swap on (pcie4, {planner}," in w.headline
+    slow = w.result.swap.timing.seconds
+    w.set(link="nvlink-c2c")
+    assert "swap on (nvlink-c2c," in w.headline and "swap (nvlink-c2c)" in w.headline
+    assert w.result.swap.timing.seconds <= slow
+    with pytest.raises(mg.ArgumentError, match="link=.pcie9. is not offered"):
+        w.set(link="pcie9")
+
+
+def test_a_swap_budget_below_what_swapping_reaches_is_its_one_line_message(step) -> None:
+    w = memory_widget(step, planner="bestfit", swap=True)
+    good = w.result.swap
+    w.set(swap_budget=0.05)
+    assert w.result.swap is None
+    msg = w.message.value
+    assert "swap: " in msg and "below what swapping reaches" in msg and "Traceback" not in msg
+    assert "\n" not in w.result.messages[0]
+    assert "swap on" not in w.headline and HEADLINE.match(w.headline)
+    w.set(colors=2)                              # plan_swap refuses colours: its line
+    assert "colors=2 is not supported" in w.message.value and w.result.swap is None
+    w.set(colors=1, swap_budget=good.budget / w.result.report.theoretical_minimum)
+    assert w.result.swap is not None and w.message.value == ""
+    with pytest.raises(mg.ArgumentError, match="swap_budget must be a fraction"):
+        w.set(swap_budget=2.5)
+
+
+def test_swap_pictures_show_the_split_intervals_and_the_transfers(step) -> None:
+    ex = MemoryExplorer(step)
+    result = ex.compute(WidgetState(planner="bestfit", swap=True))
+    rep = result.swap
+    # The timeline counts a swapped tensor in its front and back only.
+    tl = plots.timeline(rep, step)
+    assert max(tl.planned_live) == rep.theoretical_minimum <= rep.arena_bytes
+    assert max(plots.timeline(result.report).planned_live) > rep.arena_bytes
+    # The layout draws both halves where the plan put them.
+    rects = {r.name: r for r in plots.layout_rects(rep)}
+    for s in rep.swaps:
+        front, back = rects[s.tensor], rects[s.back_id]
+        assert (front.swap, front.end, front.offset) == ("front", s.until,
+                                                         rep.plan.offsets[s.tensor])
+        assert (back.swap, back.start, back.offset) == ("back", s.back,
+                                                        rep.plan.back_offsets[s.tensor])
+    figs = MemoryExplorer.figures(result)
+    ax = figs["timeline"].axes[0]
+    gids = {c.get_gid() for c in ax.collections} | {ln.get_gid() for ln in ax.get_lines()}
+    assert {"offload", "prefetch", "host"} <= gids
+    assert "swapped" in {c.get_gid() for c in figs["layout"].axes[0].collections}
+    assert "swapped (front and back each)" in figs["layout"].axes[0].get_title()

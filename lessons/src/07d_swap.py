@@ -122,6 +122,19 @@ for name, machine in [("2 GB/s", Machine(bandwidth=2e9)), *MACHINES.items()]:
           f"(+{100 * r.timing.overhead:.1f}%)")
 
 # %% [markdown]
+# The same in the memory widget: tick **swap**, and `plan_swap` packs the split intervals
+# with the planner chosen there. The budget slider is a fraction of the theoretical
+# minimum without swap and starts at the lowest budget swapping reaches; the headline
+# gives the swap report's device peak, host peak, bytes moved and predicted step, the
+# timeline marks each offload, prefetch and late copy, and the layout draws each swapped
+# tensor's front and back. Move the slider below that lowest budget to see its message.
+
+# %%
+widget = mg.memory_widget(g, planner="bestfit", swap=True)
+print(widget.headline)
+widget
+
+# %% [markdown]
 # ## 4. Swap against recomputation, at one budget
 #
 # DTR (lesson 07) recomputes instead. At the same working memory (arena + workspace) and

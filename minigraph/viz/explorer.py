@@ -26,6 +26,12 @@ DTR's budget slider and its runs are `dtr_budget`'s: the slider starts at the sm
 budget of the model shown at which DTR finishes; a run that did not finish is drawn as
 such (a hatched bar labelled "thrashed", "stuck" or "below smallest budget"), never with
 a saving.
+
+The swap toggle and its budget and link are `swap_view`'s: with swap on, `plan_swap`
+packs the split intervals with the chosen planner at the budget asked for; the headline
+adds the swap report's device peak, host peak, bytes moved and predicted step time, the
+timeline marks the transfers and the layout draws each swapped tensor's two halves. A
+budget swapping cannot meet is its SwapError's one line in the view's messages.
 """
 
 from __future__ import annotations
@@ -36,15 +42,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..errors import ArgumentError, ArgumentTypeError, did_you_mean
+from ..errors import ArgumentError, ArgumentTypeError, SwapError, did_you_mean
 from ..experiments import techniques
 from ..graph import Graph
 from ..memory.api import MemoryOptions, MemoryReport, plan_memory
 from ..memory.orders import ORDERS, schedule
 from ..memory.planners import PLANNERS
+from ..memory.swap_plan import SwapReport
 from ..models import MODELS, get_model
 from ..runtime.dtr import Bounds, Program, program_from_graph
-from . import plots
+from . import plots, swap_view
 from .dtr_budget import DTRRun, check_budget_ratio, default_ratio, low_ratio, run_at
 
 CUSTOM = "(your graph)"          # the model dropdown's entry for a graph passed in
@@ -68,7 +75,10 @@ class WidgetState:
     `techniques.SLOW_PLANNERS` (ILP, annealing); `time_limit` (seconds) bounds the ILP;
     `color_by` is the layout's colouring ("kind", "block" or "buffer"); `inplace` is
     False, True (the op is the input's last reader, nnvm's rule; "last-reader" too) or
-    "strict" (its only reader, as in MXNet's note [Chen 2016] and GE [Huawei GE])."""
+    "strict" (its only reader, as in MXNet's note [Chen 2016] and GE [Huawei GE]).
+    `swap` plans with swapping [Rhu 2016] at `swap_budget`, a fraction of the theoretical
+    minimum without swap (None: the lowest swapping reaches), over `link` (a name of
+    `memory.swap_plan.MACHINES`)."""
     model: str = CUSTOM
     batch: int = 8
     order: str = "program"
@@ -81,6 +91,9 @@ class WidgetState:
     dtr_budget: float | None = None
     slow: bool = False
     time_limit: float = 5.0
+    swap: bool = False
+    swap_budget: float | None = None
+    link: str = "pcie4"
 
     def __post_init__(self) -> None:       # "last-reader" -> True; a bad rule: PlanError
         object.__setattr__(self, "inplace", MemoryOptions(inplace=self.inplace).inplace)
@@ -124,6 +137,7 @@ class ExplorerResult:
     minimum: int | None = None
     working_minimum: int | None = None
     notes: list[str] = field(default_factory=list)    # a switch that changes nothing here
+    swap: SwapReport | None = None            # the swap plan (swap on and its budget met)
 
     def __post_init__(self) -> None:
         if self.minimum is None:
@@ -139,9 +153,13 @@ class ExplorerResult:
     @property
     def headline(self) -> str:
         """"on: TECHNIQUES. arena: peak X -> Y, ...": which techniques made the numbers."""
-        return (f"on: {techniques_on(self.state)}. "
+        text = (f"on: {techniques_on(self.state)}. "
                 + headline(self.report, self.dtr, self.minimum, self.unit,
                            self.working_minimum))
+        if self.swap is not None:
+            text += "; " + swap_view.swap_headline(self.swap, self.unit,
+                                                   self.state.swap_budget)
+        return text
 
     @property
     def caption(self) -> str:
@@ -162,12 +180,14 @@ class ExplorerResult:
 
 def techniques_on(state: WidgetState) -> str:
     """The techniques a state switches on, in one phrase: "refcount, in-place (last
-    reader), 2 colours, order program, DTR" ("no reuse" for the none planner)."""
+    reader), 2 colours, order program, DTR, swap (pcie4)" ("no reuse" for the none
+    planner)."""
     rule = {False: [], True: ["in-place (last reader)"], "strict": ["in-place (strict)"]}
     parts = ["no reuse" if state.planner == "none" else state.planner,
              *rule[state.inplace],
              *([f"{state.colors} colours"] if state.colors > 1 else []),
-             f"order {state.order}", *(["DTR"] if state.dtr else [])]
+             f"order {state.order}", *(["DTR"] if state.dtr else []),
+             *([f"swap ({state.link})"] if state.swap else [])]
     return ", ".join(parts)
 
 
@@ -277,13 +297,14 @@ class MemoryExplorer:
         self._dtr: dict[tuple, DTRRun] = {}
         self._sweeps: dict[tuple, list[Any]] = {}
         self._defaults: dict[tuple, float] = {}
+        self._swaps: dict[tuple, SwapReport | SwapError] = {}
 
     # The choices each control offers (registries, so a new technique is one more entry)
     def choices(self) -> dict[str, list]:
         return {"model": ([CUSTOM] if self.custom is not None else []) + list(self.models),
                 "batch": list(BATCHES), "order": list(ORDERS), "planner": list(PLANNERS),
                 "alignment": list(ALIGNMENTS), "colors": [1, 2, 3, 4],
-                "color_by": list(COLOR_BY)}
+                "color_by": list(COLOR_BY), "link": list(swap_view.LINKS)}
 
     def graph(self, state: WidgetState) -> Graph:
         if state.model == CUSTOM:
@@ -373,6 +394,41 @@ class MemoryExplorer:
                                                 lambda r: self.dtr_run(state, r).ok)
         return self._defaults[key]
 
+    # Swap ------------------------------------------------------------------------------
+    def swap_default(self, state: WidgetState) -> float:
+        """The fraction the swap slider starts at: the lowest budget swapping reaches with
+        this planner, on the slider's grid (`swap_view.lowest_fraction`); SwapError if none."""
+        key = ("default", *self._gkey(state), repr(state.options()), state.link)
+        if key not in self._swaps:
+            try:
+                self._swaps[key] = swap_view.lowest_fraction(
+                    self.graph(state), state.options(),
+                    self.report(state).theoretical_minimum, state.link)
+            except SwapError as e:
+                self._swaps[key] = e
+        if isinstance(self._swaps[key], SwapError):
+            raise self._swaps[key]
+        return self._swaps[key]
+
+    def swap_report(self, state: WidgetState) -> SwapReport:
+        """`plan_swap` at the state's budget (a fraction of the theoretical minimum without
+        swap; None: `swap_default`) with the state's planner and link, cached; a budget
+        it cannot meet raises its SwapError (cached too)."""
+        fraction = swap_view.check_swap_budget(
+            state.swap_budget if state.swap_budget is not None else self.swap_default(state))
+        minimum = self.report(state).theoretical_minimum
+        key = (*self._gkey(state), repr(state.options()), state.link,
+               swap_view.budget_bytes(fraction, minimum))
+        if key not in self._swaps:
+            try:
+                self._swaps[key] = swap_view.swap_at(self.graph(state), state.options(),
+                                                     minimum, fraction, state.link)
+            except SwapError as e:
+                self._swaps[key] = e
+        if isinstance(self._swaps[key], SwapError):
+            raise self._swaps[key]
+        return self._swaps[key]
+
     def compute(self, state: WidgetState | None = None,
                 progress: techniques.Progress | None = None) -> ExplorerResult:
         """Plan, compare and (if asked) run DTR for `state`; a state whose `dtr_budget` is
@@ -400,8 +456,16 @@ class MemoryExplorer:
             rows.append(run.technique_row(report, working_min))
             if not run.ok:
                 messages.append(run.describe(view_unit(report, rows), working_min))
+        swapped = None
+        if state.swap:
+            try:
+                if state.swap_budget is None:
+                    state = state.replace(swap_budget=self.swap_default(state))
+                swapped = self.swap_report(state)
+            except SwapError as e:            # the one line, where the student looks
+                messages.append(f"swap: {e}")
         return ExplorerResult(state, graph, report, rows, run, sweep, messages, minimum,
-                              working_min, notes)
+                              working_min, notes, swapped)
 
     # Pictures ------------------------------------------------------------------------
     @staticmethod
@@ -434,12 +498,22 @@ class MemoryExplorer:
 
     @staticmethod
     def _timeline(result: ExplorerResult, ax: Any = None):
-        return plots.plot_timeline(result.report, result.graph, ax=ax,
-                                   minimum=result.minimum, unit=result.unit)
+        if result.swap is None:
+            return plots.plot_timeline(result.report, result.graph, ax=ax,
+                                       minimum=result.minimum, unit=result.unit)
+        fig = plots.plot_timeline(result.swap, result.graph, ax=ax, minimum=result.minimum,
+                                  unit=result.unit, legend=False,
+                                  title="With swap: bytes alive per step, transfers on top")
+        axes = ax if ax is not None else fig.axes[0]
+        swap_view.mark_transfers(axes, result.swap, result.unit)
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                    frameon=False)
+        return fig
 
     @staticmethod
     def _layout(result: ExplorerResult, ax: Any = None):
-        return plots.plot_layout(result.report, ax=ax, color_by=result.state.color_by,
+        plan = result.swap if result.swap is not None else result.report
+        return plots.plot_layout(plan, ax=ax, color_by=result.state.color_by,
                                  minimum=result.minimum, unit=result.unit)
 
     @staticmethod

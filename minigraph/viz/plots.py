@@ -162,11 +162,13 @@ class Timeline:
 
 
 def timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = None) -> Timeline:
-    """The numbers `plot_timeline` draws; `graph` adds each op's declared workspace."""
+    """The numbers `plot_timeline` draws; `graph` adds each op's declared workspace. A
+    swap plan's swapped tensors count on the device in their front and back only."""
     plan, report = _as_plan(report_or_plan)
     live = plan.liveness
     steps = live.steps
     handed = {x: live.intervals[y].start for x, y in plan.inplace}
+    swapped = {sw.tensor: sw for sw in getattr(plan, "swaps", ())}   # a SwapPlan's
     per_band: dict[str, list[Buffer]] = {b: [] for b in BANDS}
     planned: list[Buffer] = []
     for iv in live.intervals.values():
@@ -178,10 +180,13 @@ def timeline(report_or_plan: MemoryReport | MemoryPlan, graph: Graph | None = No
             end = handed[iv.name] - 1
             if end < iv.start:
                 continue
-        b = Buffer(iv.name, iv.start, end, iv.bytes)
-        per_band[band].append(b)
+        sw = swapped.get(iv.name)          # a swapped tensor: its front and its back
+        parts = [Buffer(iv.name, iv.start, end, iv.bytes)] if sw is None else \
+            [Buffer(iv.name, iv.start, sw.until, iv.bytes),
+             Buffer(sw.back_id, sw.back, end, iv.bytes)]
+        per_band[band] += parts
         if iv.planned:
-            planned.append(b)
+            planned += parts
     bands = {name: live_bytes_per_step(bufs, steps) for name, bufs in per_band.items()}
     if graph is not None:
         bands["workspace"] = [workspace_of(graph, graph.node(n)) for n in live.schedule]
@@ -289,6 +294,7 @@ class Rect:
     kind: str = "buffer"
     inplace_of: Any = None
     block: int = -1          # tensors whose byte ranges overlap (transitively) share a block
+    swap: str = ""           # a swapped tensor's "front" (until its offload) or "back"
 
 
 def _number_blocks(rects: list[Rect]) -> list[Rect]:
@@ -322,12 +328,26 @@ def _number_blocks(rects: list[Rect]) -> list[Rect]:
 
 
 def layout_rects(plan: MemoryPlan | MemoryReport) -> list[Rect]:
-    """The rectangles of `plot_layout`, in offset order; `block` -1 means bytes of its own."""
+    """The rectangles of `plot_layout`, in offset order; `block` -1 means bytes of its own.
+    A swap plan's swapped tensor is two: its front (`swap="front"`, until its offload
+    has finished) and its back (`"back"`, named `tensor@back`, from its prefetch)."""
     plan, _ = _as_plan(plan)
     inplace_of = {y: x for x, y in plan.inplace}
-    return _number_blocks([Rect(iv.name, iv.start, iv.end, plan.offsets[iv.name], iv.bytes,
-                                iv.kind, inplace_of.get(iv.name))
-                           for iv in plan.liveness.planned() if iv.bytes])
+    swapped = {sw.tensor: sw for sw in getattr(plan, "swaps", ())}   # a SwapPlan's
+    rects = []
+    for iv in plan.liveness.planned():
+        if not iv.bytes:
+            continue
+        sw = swapped.get(iv.name)
+        if sw is None:
+            rects.append(Rect(iv.name, iv.start, iv.end, plan.offsets[iv.name], iv.bytes,
+                              iv.kind, inplace_of.get(iv.name)))
+        else:                                 # the split interval: two rectangles
+            rects += [Rect(iv.name, iv.start, sw.until, plan.offsets[iv.name], iv.bytes,
+                           iv.kind, swap="front"),
+                      Rect(sw.back_id, sw.back, iv.end, plan.back_offsets[iv.name],
+                           iv.bytes, iv.kind, swap="back")]
+    return _number_blocks(rects)
 
 
 def placement_rects(buffers: Sequence[Buffer], offsets: Any) -> list[Rect]:
@@ -361,6 +381,8 @@ def plot_layout(plan: MemoryPlan | MemoryReport, ax: Any = None, color_by: str =
     shared = sum(1 for r in rects if r.block >= 0)
     title = title or (f"Layout ({plan_.planner}): {len(rects)} tensors, {shared} share "
                       f"bytes, {len(plan_.inplace)} in place")
+    if getattr(plan_, "swaps", None) and "swapped" not in title:
+        title += f", {len(plan_.swaps)} swapped (front and back each)"
     if zoom is not None:
         title += f"; addresses {fmt_bytes(zoom[0])} to {fmt_bytes(zoom[1])} only"
     return draw_rects(rects, plan_.arena_bytes, minimum, plan_.liveness.steps, ax=ax,
@@ -413,9 +435,11 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
             return cmap(index[r.name] % 20)
         return cmap(r.block % 20) if r.block >= 0 else "#d0d0d0"
 
-    for group, hatch, gid in (([r for r in rects if r.inplace_of is None], None, "tensors"),
+    plain = [r for r in rects if r.inplace_of is None and not r.swap]
+    for group, hatch, gid in ((plain, None, "tensors"),
                               ([r for r in rects if r.inplace_of is not None], "///",
-                               "inplace")):
+                               "inplace"),
+                              ([r for r in rects if r.swap], "\\\\", "swapped")):
         if not group:
             continue
         patches = [Rectangle((r.start - 0.45, r.offset / div), r.end - r.start + 0.9,
@@ -449,6 +473,10 @@ def draw_rects(rects: Sequence[Rect], arena: int, minimum: int, steps: int, ax: 
     if any(r.inplace_of is not None for r in rects):
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="///",
                              label="in place of its input"))
+    if any(r.swap for r in rects):
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="\\\\",
+                             label="swapped: front until its offload,\nback from its "
+                                   "prefetch (name@back)"))
     line_handles, _ = ax.get_legend_handles_labels()
     if legend:
         ax.legend(handles=[*line_handles, *handles], loc="upper left",

@@ -11,7 +11,9 @@ Two layers, so the logic is tested without a browser:
   beside the live widget, so an exported notebook is not blank.
 
 The DTR budget slider (`minigraph.viz.dtr_budget`) starts at the smallest budget of the
-model shown at which DTR finishes; a run that did not finish is drawn as such.
+model shown at which DTR finishes; a run that did not finish is drawn as such. The swap
+toggle (`minigraph.viz.swap_view`) starts its budget slider at the lowest budget swapping
+reaches with the chosen planner; a budget it cannot meet is its one-line message.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import base64
 import html
 from typing import Any
 
-from ..errors import ArgumentError, did_you_mean
+from ..errors import ArgumentError, SwapError, did_you_mean
 from ..graph import Graph
 from ..memory.api import MemoryOptions
 from .dtr_budget import (  # noqa: F401  (the widget's API: DTR statuses, the run record)
@@ -45,6 +47,7 @@ from .explorer import (  # noqa: F401  (the widget's API: the explorer and its r
     view_minimum,
     view_unit,
 )
+from .swap_view import SWAP_STEP, check_swap_budget
 
 try:
     import ipywidgets as w
@@ -72,7 +75,9 @@ class MemoryWidget(w.VBox if w is not None else object):
     off / last reader / strict), `set(colors=2)` (parallel-safe colours),
     `set(color_by="block")` (the layout's colours), `set(dtr=True)` (DTR at the model's
     default budget), `set(dtr=True, dtr_budget=0.6)` (60% of its total peak; None: the
-    default again), `set(model="resnet", batch=4)`. `widget.result` is the last
+    default again), `set(swap=True)` (swap at the lowest budget it reaches with this
+    planner), `set(swap=True, swap_budget=0.8, link="pcie5")` (80% of the theoretical
+    minimum without swap), `set(model="resnet", batch=4)`. `widget.result` is the last
     `ExplorerResult`, `widget.headline` its headline.
     """
 
@@ -108,6 +113,15 @@ class MemoryWidget(w.VBox if w is not None else object):
                                         step=BUDGET_STEP, description="DTR budget",
                                         readout_format=".0%", style=style, layout=lay,
                                         continuous_update=False, disabled=not st.dtr)
+        c["swap"] = w.Checkbox(value=st.swap, description="swap", indent=False,
+                               layout=w.Layout(width="120px"))
+        swap_budget = 1.0 if st.swap_budget is None else float(st.swap_budget)
+        c["swap_budget"] = w.FloatSlider(value=swap_budget, min=min(0.05, swap_budget),
+                                         max=1.0, step=SWAP_STEP, description="swap budget",
+                                         readout_format=".1%", style=style, layout=lay,
+                                         continuous_update=False, disabled=not st.swap)
+        c["link"] = w.Dropdown(options=ch["link"], value=st.link, description="link",
+                               style=style, layout=lay, disabled=not st.swap)
         for name, ctl in c.items():
             ctl.add_class(f"mg-control-{name}")
             ctl.observe(self._changed, names="value")
@@ -137,6 +151,7 @@ class MemoryWidget(w.VBox if w is not None else object):
             w.HBox([c["planner"], c["alignment"], c["colors"]], layout=wrap),
             w.HBox([c["inplace"], c["slow"], c["color_by"]], layout=wrap),
             w.HBox([c["dtr"], c["dtr_budget"]], layout=wrap),
+            w.HBox([c["swap"], c["swap_budget"], c["link"]], layout=wrap),
         ], layout=w.Layout(max_width="100%"))
         self.progress.layout.max_width = "100%"
         for img in self.images.values():
@@ -152,6 +167,8 @@ class MemoryWidget(w.VBox if w is not None else object):
         self._busy = False
         self._budget_for: tuple | None = None       # the DTR key the slider's range is for
         self._explicit_budget = st.dtr_budget       # a budget asked for, not the default
+        self._swap_for: tuple | None = None         # the plan the swap slider is set for
+        self._explicit_swap = st.swap_budget
         self.refresh()
 
     # State <-> controls ------------------------------------------------------------
@@ -169,7 +186,7 @@ class MemoryWidget(w.VBox if w is not None else object):
         e.g. `set(planner="ge")`, `set(colors=2)`, `set(dtr=True, dtr_budget=0.6)`;
         `dtr_budget=None` goes back to the model's default budget."""
         wanted = WidgetState().replace(**values)  # names and the in-place rule checked here
-        check_offered(self.explorer, wanted, set(values) - {"dtr_budget"},
+        check_offered(self.explorer, wanted, set(values) - {"dtr_budget", "swap_budget"},
                       "MemoryWidget.set")
         if "inplace" in values:                  # "last-reader" is True
             values["inplace"] = MemoryOptions(inplace=values["inplace"]).inplace
@@ -179,6 +196,10 @@ class MemoryWidget(w.VBox if w is not None else object):
                 budget = values.pop("dtr_budget")
                 self._explicit_budget = None if budget is None else check_budget_ratio(budget)
                 self._budget_for = None          # the slider is set again in refresh
+            if "swap_budget" in values:
+                budget = values.pop("swap_budget")
+                self._explicit_swap = None if budget is None else check_swap_budget(budget)
+                self._swap_for = None
             for k, v in values.items():
                 self.controls[k].value = v
         finally:
@@ -227,15 +248,42 @@ class MemoryWidget(w.VBox if w is not None else object):
         self._budget_for, self._explicit_budget = key, None
         return self.state
 
+    def _sync_swap(self, st: WidgetState) -> WidgetState:
+        """With swap on, a new graph (or order, alignment: a new minimum) puts the swap
+        slider at the budget asked for, else at the lowest swapping reaches with this
+        planner (`MemoryExplorer.swap_default`); another planner or link keeps it."""
+        key = self.explorer._dkey(st)
+        if not st.swap or key == self._swap_for:
+            return st
+        value = self._explicit_swap
+        if value is None:
+            try:
+                value = self.explorer.swap_default(st)
+            except SwapError:     # swapping reaches no budget here: compute says why
+                return st.replace(swap_budget=None)
+        slider = self.controls["swap_budget"]
+        self._busy = True
+        try:
+            slider.max = max(1.0, float(value))
+            slider.min = min(0.05, float(value))
+            slider.value = float(value)
+        finally:
+            self._busy = False
+        self._swap_for, self._explicit_swap = key, None
+        return self.state
+
     def refresh(self) -> None:
         """Re-plan for the current controls and redraw everything; the busy bar shows
         meanwhile. An error is shown where the student is looking, not raised."""
         st = self.state
         self.controls["batch"].disabled = st.model == CUSTOM
         self.controls["dtr_budget"].disabled = not st.dtr
+        self.controls["swap_budget"].disabled = not st.swap
+        self.controls["link"].disabled = not st.swap
         self._set_busy(True, st.describe())
         try:
             st = self._sync_budget(st)
+            st = self._sync_swap(st)
             result = self.explorer.compute(st, self._progress)
             self._progress(0, 1, "drawing")
             figs = MemoryExplorer.figures(result)
