@@ -17,13 +17,12 @@ import shutil
 import sys
 from pathlib import Path
 
+from sections import GPU_TITLE, GPU_TITLES, SCRIPTS, TORCH_TITLE
+
 HERE = Path(__file__).parent
 RESULTS = HERE / "RESULTS.md"
 JSON = HERE.parent / "minigraph" / "experiments" / "gpu_results.json"
-GPU_TITLE = "GPU: minigraph on CuPy against PyTorch eager (benchmarks/gpu_run.sh)"
-TORCH_TITLE = "GPU: PyTorch models imported with from_torch, PyTorch's CUDA peak " \
-              "(benchmarks/gpu_run.sh)"
-TITLES = (GPU_TITLE, TORCH_TITLE)
+TITLES = GPU_TITLES
 
 
 def summary_line(text: str) -> str:
@@ -81,8 +80,6 @@ def drop_section(text: str, title: str) -> str:
 
 
 def _is_script_title(line: str) -> bool:
-    sys.path.insert(0, str(HERE))
-    from collect import SCRIPTS
     return line[3:] in {t for t, _ in SCRIPTS}
 
 

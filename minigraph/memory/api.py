@@ -18,14 +18,16 @@ import numpy as np
 
 from ..errors import PlanError
 from ..graph import Graph, as_graph, fmt_bytes
-from .buffers import Buffer, arena_size, theoretical_minimum
+from .buffers import Buffer, Placement, arena_size, theoretical_minimum
 from .coloring import check_coloring, tensor_colors
 from .footprint import Footprint, outside_bytes, step_workspace, working_minimum
 from .inplace import INPLACE_RULES, inplace_pairs, merge_inplace
 from .liveness import Liveness, liveness
 from .orders import ORDERS, schedule
 from .plan import MemoryPlan, offset_alignment
-from .planners import JOINT_PLANNERS, plan_buffers
+from .planners import JOINT_PLANNERS, engine, plan_buffers  # noqa: F401  (engine: registers
+
+# the engine room's planners, "greedy-size", "anneal", "search"...)
 from .planners.joint import plan_jointly
 from .safe_sharing import safe_pairs, safe_placement
 
@@ -197,27 +199,41 @@ def planning_buffers(graph: Graph, live: Liveness, options: MemoryOptions
 
 
 def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -> MemoryReport:
-    """Plan the graph's memory with `options` (or keyword overrides); the plan is validated.
-    Sizes are rounded to `options.alignment`; offsets are placed at `offset_alignment`
-    (also a multiple of every planned tensor's itemsize, so the executor's views are
-    aligned)."""
+    """Plan the graph's memory and validate the plan: schedule, liveness, in-place
+    hand-overs, colours, the planner, the one validator.
+
+    `options` is a `MemoryOptions`; keyword arguments override its fields
+    (`plan_memory(g, planner="ge", inplace=True)`). The fields, with their defaults (the
+    one set of defaults, docs/glossary.md "Defaults"):
+
+    - `inplace` (False): an op's output may take its input's bytes - True (nnvm's rule:
+      the op is the input's last reader), "strict" (its only reader) or False.
+    - `planner` ('none'): the planner of `PLANNERS` ("none", "refcount", "ge",
+      "greedy-size", "bestfit", "anneal", "ilp", "search", their ":textbook" twins) or
+      of `JOINT_PLANNERS` ("model-ilp": it chooses the schedule too).
+    - `colors` (1): k > 1 keeps k colour classes of tensors apart (parallel-safe sharing).
+    - `order` ('program'): the schedule, a name of `ORDERS` ("program", "ge", "best", ...).
+    - `alignment` (512): sizes are rounded up to it; offsets are placed at
+      `offset_alignment` (also a multiple of every planned tensor's itemsize).
+    - `planner_args` ({}): the planner's own options (time_limit, seed, iterations,
+      match_range...); one it does not take raises PlanError.
+    - `coloring` ('bytes'): how colour paths are found with `colors` > 1 ("bytes" or
+      "nnvm").
+    - `safe` (False): share bytes only where the graph's edges order every use of the
+      first tensor before the second's producer (no parallel hazard).
+
+    Which way the buffers are placed is `strategy(options)`: "joint", "safe" or "plain".
+    """
     graph = as_graph(graph)                  # a model (zoo Model, TorchModel): its graph
     options = (options or MemoryOptions()).replace(**kw) if kw else (options or MemoryOptions())
     t0 = time.perf_counter()
-    if options.safe and options.planner in JOINT_PLANNERS:    # it places by its own rules
-        raise PlanError(f"safe=True cannot be combined with joint planner "
-                        f"{options.planner!r}: choose a planner of PLANNERS")
+    how = strategy(options)
     at = offset_alignment(graph, options.alignment)     # a multiple of every itemsize
-    joint = plan_jointly(graph, options.replace(alignment=at)) \
-        if options.planner in JOINT_PLANNERS else None
+    joint = plan_jointly(graph, options.replace(alignment=at)) if how == "joint" else None
     live = liveness(graph, joint.schedule if joint else schedule(graph, options.order),
                     options.alignment)       # a joint planner chose the schedule [Steiner 2023]
     merged, group, pairs, colors = planning_buffers(graph, live, options)
-    _, placement = (joint.place(merged, at) if joint else
-                    safe_placement(graph, live, merged, group, pairs, options.planner, at,
-                                   **options.planner_args)
-                    if options.safe else
-                    plan_buffers(merged, options.planner, at, **options.planner_args))
+    placement = PLACE[how](_Step(graph, live, merged, group, pairs, options, at, joint))
     offsets = {name: placement.offsets[gid] for name, gid in group.items()}
     arena = arena_size(live.buffers(), offsets)      # per tensor: what the validator checks
     plan = MemoryPlan(live, offsets, arena, pairs, options.planner, placement.note, colors,
@@ -228,3 +244,50 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
     return MemoryReport(plan, options, theoretical_minimum(merged), live.no_reuse_bytes(),
                         seconds, live.unplanned_bytes(), max(workspace, default=0),
                         working_minimum(merged, workspace), outside_bytes(graph))
+
+
+def strategy(options: MemoryOptions) -> str:
+    """How `plan_memory` places the buffers: "joint" when the planner chooses the schedule
+    as well (`JOINT_PLANNERS`, MODeL [Steiner 2023]), "safe" when `safe=True` (only pairs
+    the graph orders share bytes), else "plain" (`plan_buffers`). A joint planner places
+    by its own rules, so `safe` with it is refused."""
+    if options.planner in JOINT_PLANNERS:
+        if options.safe:
+            raise PlanError(f"safe=True cannot be combined with joint planner "
+                            f"{options.planner!r}: choose a planner of PLANNERS")
+        return "joint"
+    return "safe" if options.safe else "plain"
+
+
+@dataclass
+class _Step:
+    """What the placing step of `plan_memory` is given."""
+    graph: Graph
+    live: Liveness
+    buffers: list[Buffer]
+    group: dict[str, str]
+    pairs: list[tuple[str, str]]
+    options: MemoryOptions
+    alignment: int                  # the offsets' alignment (`offset_alignment`)
+    joint: Any = None               # the joint planner's problem (its schedule chosen)
+
+
+def _place_plain(s: _Step) -> Placement:
+    """The named planner, colour by colour (`plan_buffers`)."""
+    return plan_buffers(s.buffers, s.options.planner, s.alignment,
+                        **s.options.planner_args)[1]
+
+
+def _place_safe(s: _Step) -> Placement:
+    """The named planner, sharing only between tensors the graph orders (safe_sharing.py)."""
+    return safe_placement(s.graph, s.live, s.buffers, s.group, s.pairs, s.options.planner,
+                          s.alignment, **s.options.planner_args)[1]
+
+
+def _place_joint(s: _Step) -> Placement:
+    """The joint planner's offsets for the schedule it chose (joint.py)."""
+    return s.joint.place(s.buffers, s.alignment)[1]
+
+
+# strategy -> how its buffers are placed.
+PLACE = {"plain": _place_plain, "safe": _place_safe, "joint": _place_joint}

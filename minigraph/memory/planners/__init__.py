@@ -9,22 +9,25 @@ regions, validation), and a planner places the buffers of one colour.
 `PLANNERS` is a plain dict, name -> function; each planner module fills it with
 `@register(name)` and is imported at the bottom of this file.
 
-The modules here are the textbook, one technique each; `engine/` is the engine room: the
-same loops with fast indexes, deadlines, the exact search. "greedy-size", "bestfit" and "ge"
-run the engine's; "<name>:textbook" (in `TEXTBOOK`, so a table of every planner shows each
-technique once) the plain one, with the same offsets (tests/test_planner_tiers.py).
+The modules here are the textbook, one technique each, and import nothing of `engine/`,
+the engine room: the same loops with fast indexes and time limits, and the exact search.
+The engine registers itself when `memory.api` imports it. "greedy-size", "bestfit", "ge",
+"anneal" and "ilp" run the engine's; "<name>:textbook" (in `TEXTBOOK`, so a table of every
+planner shows each technique once) the plain one, with the same plans
+(tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, align_up, arena_size, validate_offsets
-from .engine.budget import positive_finite
 
 Planner = Callable[..., Placement]
 PLANNERS: dict[str, Planner] = {}
@@ -156,6 +159,11 @@ CHECK_SECONDS_PER_BUFFER = 1e-5
 MIN_SHARE = 1e-3                # the least time a colour's planner is given
 
 
+def positive_finite(x: object) -> bool:
+    """A real number (not a bool) above 0 and below infinity."""
+    return isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
 def _planning_ends(time_limit: Any, n: int) -> float | None:
     """When the planners must be done (a `time.perf_counter()` value), for a usable
     `time_limit`; None without one (or for a bad one, which the planner refuses)."""
@@ -165,13 +173,6 @@ def _planning_ends(time_limit: Any, n: int) -> float | None:
     return time.perf_counter() + time_limit - keep
 
 
-# The planner modules; importing each one registers its planners. The textbook first, then
-# the engine room (which runs the textbook's loops).
-from . import anneal, basic, bestfit, ge, greedy, ilp, joint  # noqa: E402,F401,I001
-from .engine import heuristics, search  # noqa: E402,F401,I001
-
-# The order of every menu and table of planners (the widget, the tour, lesson 00); the
-# imports above register them in another.
-for _name in ("greedy-size", "bestfit", "anneal", "none", "refcount", "ge-max", "ge-binary",
-              "ge-hybrid", "ge", "ilp", "search"):
-    PLANNERS[_name] = PLANNERS.pop(_name)
+# The textbook's planner modules; importing each one registers its planners. The engine
+# room's registers itself (`engine/__init__.py`), imported by `memory.api`.
+from . import anneal, basic, bestfit, ge, greedy, ilp  # noqa: E402,F401,I001

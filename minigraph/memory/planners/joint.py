@@ -57,8 +57,9 @@ from ..orders import ORDERS
 from ..topo import BEST_OF
 from . import JOINT_PLANNERS
 from .engine.budget import Deadline, OutOfTime, check_time_limit
+from .engine.ilp import gap_note, heuristics
 from .engine.quiet import quietly
-from .ilp import Rows, gap_note, heuristics, stack_by_orders
+from .ilp import Rows, stack_by_orders
 
 MAX_NODES = 40          # "a few dozen": n^2 schedule binaries, pairs x steps constraints
 NAME = "model-ilp"

@@ -13,10 +13,10 @@ import heapq
 import math
 import time
 from collections.abc import Sequence
-from numbers import Real
 
 from ....errors import PlanError
 from ...buffers import Buffer
+from .. import positive_finite
 
 MAX_TIME_LIMIT = 7 * 24 * 3600.0     # a week: any longer limit is a typo, not a plan
 
@@ -57,11 +57,6 @@ class Deadline:
 
 
 NEVER = Deadline()
-
-
-def positive_finite(x: object) -> bool:
-    """A real number (not a bool) above 0 and below infinity."""
-    return isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
 def check_time_limit(planner: str, time_limit: object, *, optional: bool = False) -> None:
