@@ -142,9 +142,9 @@ def test_ge_level_2_finds_the_same_lowest_offset_with_every_index(family, holes,
 # --- the registry: a student asks for the textbook version by name -------------------------
 
 PLAIN = {"greedy-size": [{}, {"fit": "best"}], "bestfit": [{}], "ge": [{}, {"holes": False}]}
-# The searching planners: the engine's takes a time limit too (anneal), or its textbook twin
-# hands the time limit to the solver alone (ilp).
-SEARCHING = {"anneal": {"time_limit"}, "ilp": set()}
+# The searching planners: the engine's takes a budget its textbook twin does not (anneal: a
+# time limit beside the moves; ilp: the solver's node limit beside the time limit).
+SEARCHING = {"anneal": {"time_limit"}, "ilp": {"node_limit"}}
 
 
 def test_each_fast_planner_has_a_textbook_name_with_the_same_options():

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import inspect
 import math
-import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, align_up, arena_size, validate_offsets
+from ..clock import now
 
 Planner = Callable[..., Placement]
 PLANNERS: dict[str, Planner] = {}
@@ -124,13 +124,13 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
     notes, blocks, base = [], [], 0
     colours = sorted({b.color for b in aligned})
     if len(colours) == 1 and end is not None and \
-            options["time_limit"] - (end - time.perf_counter()) < 0.01 * options["time_limit"]:
+            options["time_limit"] - (end - now()) < 0.01 * options["time_limit"]:
         end = None                    # one colour and little to keep: the limit as given
     for k, colour in enumerate(colours):
         part = [b for b in aligned if b.color == colour]
         start = base                  # this colour's region begins above the ones before
         if end is not None:           # the colours left share the time left
-            share = (end - time.perf_counter()) / (len(colours) - k)
+            share = (end - now()) / (len(colours) - k)
             options = {**options, "time_limit": max(share, MIN_SHARE)}
         placed = fn(part, **options)
         if set(placed.offsets) != {b.id for b in part}:
@@ -165,12 +165,12 @@ def positive_finite(x: object) -> bool:
 
 
 def _planning_ends(time_limit: Any, n: int) -> float | None:
-    """When the planners must be done (a `time.perf_counter()` value), for a usable
+    """When the planners must be done (a `planning clock's `now()` value), for a usable
     `time_limit`; None without one (or for a bad one, which the planner refuses)."""
     if not positive_finite(time_limit):
         return None
     keep = min(CHECK_SECONDS_PER_BUFFER * n, time_limit / 2)
-    return time.perf_counter() + time_limit - keep
+    return now() + time_limit - keep
 
 
 # The textbook's planner modules; importing each one registers its planners. The engine

@@ -10,9 +10,9 @@ grows, T cooling geometrically. Read in this order:
    decode looks only at those, not at every buffer.
 2. `Decoding`: an order and its decoded offsets. After a change at position p only the
    buffers from p on are decoded again.
-3. `start_order`: the first order, the better of two heuristic plans: greedy-size's order
-   (largest first), whose decode *is* greedy-size's plan, or bestfit's plan read as an
-   order by offset, whose decode is no higher anywhere (`offset_order`).
+3. `start_order`: the first order, the best of three heuristic plans: greedy-size's order
+   (largest first), whose decode *is* greedy-size's plan, or bestfit's or GE's plan read
+   as an order by offset, whose decode is no higher anywhere (`offset_order`).
 4. `anneal`: the loop. It returns the best plan seen, so never one worse than its start.
 
 This file is registered as "anneal:textbook", `iterations` moves and nothing else. The
@@ -33,6 +33,7 @@ from ...errors import PlanError
 from ..buffers import Buffer, Placement, theoretical_minimum
 from . import register
 from .bestfit import bestfit_offsets
+from .ge import ge_offsets
 from .greedy import lowest_gap, place_in_order, size_order
 
 MAX_MOVES = 10_000_000     # more iterations are refused
@@ -158,13 +159,29 @@ def start_order(items: Sequence[Buffer], plans: Sequence[tuple[str, list[int]]]
         name, off
 
 
-def heuristic_plans(items: Sequence[Buffer], start: str) -> list[tuple[str, list[int]]]:
-    """The plans `start` names, greedy-size first: "best" takes both, but greedy-size only
-    when bestfit's plan is above the theoretical minimum (no plan is lower)."""
-    plans = [] if start == "greedy-size" else [("bestfit", bestfit_offsets(items))]
-    if start == "greedy-size" or (start == "best" and max(
-            o + b.size for o, b in zip(plans[0][1], items)) > theoretical_minimum(items)):
-        plans.insert(0, ("greedy-size", place_in_order(items, size_order(items))))
+def plain_offsets(items: Sequence[Buffer], name: str) -> list[int]:
+    """The offsets (by index) of the plain heuristic `name`: greedy-size, bestfit or GE."""
+    if name == "greedy-size":
+        return place_in_order(items, size_order(items))
+    if name == "bestfit":
+        return bestfit_offsets(items)
+    offsets = ge_offsets(items, 1, True)[0]
+    return [offsets[b.id] for b in items]
+
+
+def heuristic_plans(items: Sequence[Buffer], start: str,
+                    run: Callable[[Sequence[Buffer], str], list[int]] = plain_offsets
+                    ) -> list[tuple[str, list[int]]]:
+    """The plans `start` names, each `run` to its end: "best" takes bestfit's and, when
+    that is above the theoretical minimum (no plan is lower), greedy-size's and GE's too,
+    listed greedy-size first (it wins ties). The annealer returns the best plan it saw,
+    so never one above the best of these."""
+    if start == "greedy-size":
+        return [("greedy-size", run(items, "greedy-size"))]
+    plans = [("bestfit", run(items, "bestfit"))]
+    if start == "best" and max(o + b.size for o, b in zip(plans[0][1], items)) > \
+            theoretical_minimum(items):
+        plans = [("greedy-size", run(items, "greedy-size")), *plans, ("ge", run(items, "ge"))]
     return plans
 
 
@@ -236,8 +253,8 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int = 1
                 start: str = "best", t_start: float = 0.005, t_end: float = 0.0002
                 ) -> Placement:
     """Simulated annealing over the placement order (DSA-SA): `iterations` moves from the
-    order `start` names ("greedy-size", "bestfit", or "best", the better of the two), the
-    result a function of `seed`."""
+    order `start` names ("greedy-size", "bestfit", or "best": the best of those two and
+    GE's), the result a function of `seed`, never above the plan it started from."""
     check_anneal_options(iterations, start, t_start, t_end)
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}
@@ -256,4 +273,5 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int = 1
     offsets.update((b.id, o) for b, o in zip(items, best_off))
     gain = 100.0 * (start_arena - best) / start_arena
     return Placement.of(buffers, offsets, f"anneal: {k} moves, {accepted} accepted, "
-                        f"{start_arena} -> {best} B ({gain:.1f}% below {name})")
+                        f"{start_arena} -> {best} B ({gain:.1f}% below {name}'s plan; "
+                        "no bound proved)")

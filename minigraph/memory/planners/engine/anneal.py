@@ -3,10 +3,10 @@
 anneal.py is the textbook ("anneal:textbook"): `iterations` moves from the better of two
 heuristic plans. This wrapper changes only what bounds the work, never a move:
 
-- `time_limit` (seconds) covers the whole call, the starting plan included: the
-  heuristics run through the engine's fast, deadline-aware versions (`start_plans`), a
-  cut heuristic keeps what it placed; the overlap lists and each decode stop at the
-  deadline, and a move the deadline cuts is taken back;
+- `time_limit` (seconds) bounds the annealing: the overlap lists and each decode stop at
+  the deadline, and a move the deadline cuts is taken back. The start plans (bestfit,
+  greedy-size, GE, the engine's fast versions) always run to their end, so the plan is
+  never above the best of them, at any size and any limit;
 - with a time limit, overlap lists too large for the time left are not built (the start
   plan is returned, and the note says why);
 - without `iterations`, the temperature cools over the time limit instead of the moves.
@@ -16,23 +16,23 @@ With `time_limit=None` it returns the textbook's plan (tests/test_planner_tiers.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from ...buffers import Buffer, Placement, theoretical_minimum
+from ...clock import now
 from .. import register
 from ..anneal import (
     MAX_MOVES,
     Decoding,
     anneal,
     check_anneal_options,
-    offset_order,
+    heuristic_plans,
     overlap_lists,
     overlapping_pairs,
     start_order,
 )
 from .budget import NEVER, Deadline, OutOfTime, check_time_limit
-from .heuristics import start_plans
+from .heuristics import plain_offsets
 
 # Overlap-list entries built per second, a conservative rate (a slow machine builds them
 # several times faster), to refuse lists the time left cannot hold.
@@ -55,10 +55,12 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
     """Simulated annealing over the placement order (DSA-SA), anneal.py's loop.
 
     `iterations` (default 1000 when no `time_limit` is given; at most `MAX_MOVES`) bounds
-    the moves and makes the result a function of `seed`; `time_limit` (seconds) bounds
-    the whole call, the starting plan included. `start`: the first order, "greedy-size"
-    (largest first), "bestfit", or "best" (the better of the two). Temperatures are
-    fractions of the starting arena, cooling from `t_start` to `t_end`.
+    the moves and makes the result a function of `seed`, at any load; `time_limit`
+    (seconds) bounds the annealing, and the note says when it cut the moves short. The
+    start plans always run to their end: the plan is never above the best of them.
+    `start`: the first order, "greedy-size" (largest first), "bestfit", or "best" (the
+    best of those two and GE). Temperatures are fractions of the starting arena, cooling
+    from `t_start` to `t_end`.
     """
     check_anneal_options(iterations, start, t_start, t_end, optional=True)
     check_time_limit("anneal", time_limit, optional=True)
@@ -70,10 +72,10 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
     if not items:
         return Placement.of(buffers, offsets, "anneal: nothing to place")
     lower = theoretical_minimum(items)
-    perm, start_name, start_off, cut = _start_order(items, start, deadline, lower)
+    # The start plans run to their end, whatever the time limit: never worse than them.
+    perm, start_name, start_off = start_order(items, heuristic_plans(items, start,
+                                                                     plain_offsets))
     try:
-        if cut:
-            raise OutOfTime(cut + ": the time limit was reached before the search")
         if max(o + b.size for o, b in zip(start_off, items)) <= lower:
             raise OutOfTime("optimal: it meets the theoretical minimum")
         entries = 2 * overlapping_pairs(items)
@@ -89,11 +91,11 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
         return Placement.of(buffers, offsets, f"anneal: 0 moves, {start_name}'s plan "
                             f"({stop.step})")
     limit = None if time_limit is None else deadline.left()    # what the start left
-    t0 = time.perf_counter()
+    t0 = now()
 
     def progress(k: int) -> float | None:
         """The fraction of the moves, or of the time left after the start, spent."""
-        elapsed = time.perf_counter() - t0
+        elapsed = now() - t0
         if k >= MAX_MOVES or (iterations is not None and k >= iterations) or \
                 (limit is not None and elapsed >= limit):
             return None
@@ -103,28 +105,8 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
                                          deadline.passed)
     offsets.update((b.id, o) for b, o in zip(items, best_off))
     gain = 100.0 * (start_arena - best) / start_arena
+    cut = ", the time limit stopped it" if time_limit is not None and \
+        (iterations is None or k < iterations) else ""
     return Placement.of(buffers, offsets, f"anneal: {k} moves, {accepted} accepted, "
-                        f"{start_arena} -> {best} B ({gain:.1f}% below {start_name})")
-
-
-def _start_order(items: Sequence[Buffer], start: str, deadline: Deadline, lower: int
-                 ) -> tuple[list[int], str, list[int], str]:
-    """anneal.py's `start_order` within `deadline`: the first order, its heuristic's name
-    and plan, and what the deadline cut ("" when nothing). With "best", bestfit runs
-    first, and greedy-size not at all when bestfit meets `lower` or less than twice
-    bestfit's time is left (then bestfit's plan stands)."""
-    names = {"greedy-size": ["greedy-size"], "bestfit": ["bestfit"]}.get(start, ["bestfit"])
-    took = time.perf_counter()
-    plans, cut = start_plans(items, names, deadline)
-    took = time.perf_counter() - took
-    if start == "best" and not cut and max(o + b.size for o, b in zip(plans[0][1], items)) \
-            > lower and deadline.left() > 2 * took:   # greedy-size costs about what bestfit did
-        more, cut = start_plans(items, ["greedy-size"], deadline)
-        if not cut:
-            plans = more + plans
-        cut = ""                        # greedy-size cut short: bestfit's plan stands
-    if cut:                             # a heuristic's partial plan: read it by offset
-        name, off = plans[0]
-        return offset_order(items, off), name, off, cut
-    perm, name, off = start_order(items, plans)
-    return perm, name, off, cut
+                        f"{start_arena} -> {best} B ({gain:.1f}% below {start_name}'s plan; "
+                        f"no bound proved){cut}")

@@ -19,17 +19,17 @@ wrapper builds and solves the same model and changes only what a tool needs arou
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from ...buffers import Buffer, Placement, arena_size, theoretical_minimum
+from ...clock import now
 from .. import register
 from ..anneal import overlapping_pairs
 from ..ilp import SCALE_ABOVE, checked_plan, layout_model
 from .anneal import timed_overlap_lists
-from .budget import Deadline, OutOfTime, check_time_limit
+from .budget import Deadline, OutOfTime, check_count, check_time_limit
 from .heuristics import ge_offsets, start_plans
 from .quiet import quietly
 
@@ -59,8 +59,12 @@ def gap_note(arena: int, bound: int) -> str:
 
 
 @register("ilp")
-def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placement:
-    """ilp.py's model, solved within `time_limit` seconds (the whole call).
+def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0,
+             node_limit: int | None = None) -> Placement:
+    """ilp.py's model, solved within `time_limit` seconds (the whole call) and, given
+    `node_limit`, within that many branch-and-bound nodes of the solver (HiGHS's
+    `mip_max_nodes`, through `scipy.optimize.milp`'s `node_limit`): a work budget, so the
+    same input gives the same plan at any load, where the time limit stays far away.
 
     The note says "optimal" when the solver proves it (or the plan meets the theoretical
     minimum), else the gap to the best lower bound known. If the solver finds no plan in
@@ -68,7 +72,9 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
     very unequal sizes), the best heuristic plan is returned, with its gap.
     """
     check_time_limit("ilp", time_limit)
-    t0 = time.perf_counter()
+    if node_limit is not None:
+        check_count("ilp", "node_limit", node_limit)
+    t0 = now()
     deadline = Deadline.after(time_limit)
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}
@@ -95,8 +101,11 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
     except OutOfTime as stop:
         return Placement.of(buffers, offsets, f"ilp not solved ({stop.step}: time limit "
                             f"reached); {h_name}: {gap_note(upper, lower)}")
-    left = max(time_limit - (time.perf_counter() - t0), 0.1)
-    res = quietly(milp, **model, options={"time_limit": left, "disp": False})
+    left = max(time_limit - (now() - t0), 0.1)
+    budget = {"time_limit": left, "disp": False}
+    if node_limit is not None:
+        budget["node_limit"] = node_limit
+    res = quietly(milp, **model, options=budget)
     bound = lower
     if res.get("mip_dual_bound") is not None and np.isfinite(res.mip_dual_bound):
         bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)) * grain)
@@ -115,5 +124,8 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
     # "Proved" only if the exact plan is the solver's (not rounded up from a tolerance).
     proved = res.status == 0 and arena <= (res.x[len(items)] + 0.5) * grain
     note = "optimal" if proved or arena <= bound else gap_note(arena, bound)
-    return Placement.of(buffers, offsets, note + f" (ilp, {len(pairs)} pairs, "
-                        f"{time.perf_counter() - t0:.2f} s)")
+    note += f" (ilp, {len(pairs)} pairs, {now() - t0:.2f} s)"
+    if not note.startswith("optimal") and res.status == 1:     # the solver hit a limit
+        note += "; the solver's " + ("node" if "node" in str(res.message).lower() else
+                                     "time") + " limit stopped it"
+    return Placement.of(buffers, offsets, note)
