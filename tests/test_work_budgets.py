@@ -68,6 +68,18 @@ def test_a_work_budget_gives_the_same_plan_with_a_busy_thread_beside_it(planner)
     assert _without_seconds(loaded.note) == _without_seconds(quiet.note)
 
 
+def test_a_node_limit_fixes_the_search_at_scale_even_beside_a_distant_time_limit():
+    """From `REPAIR_FROM` buffers the search repairs its start first: with a node limit the
+    repair's ruins are counted too, so a time limit far away changes nothing."""
+    bufs = random_buffers(1200, seed=6)
+    budget = {"time_limit": 600.0, "node_limit": 2000}
+    quiet = plan_buffers(bufs, "search", 1, **budget)[1]
+    with busy_thread():
+        loaded = plan_buffers(bufs, "search", 1, **budget)[1]
+    assert loaded.offsets == quiet.offsets
+    assert _without_seconds(loaded.note) == _without_seconds(quiet.note)
+
+
 def _best_plain(bufs: list[Buffer]) -> int:
     return min(plan_buffers(bufs, p, 1)[1].arena_bytes for p in ("bestfit", "greedy-size", "ge"))
 

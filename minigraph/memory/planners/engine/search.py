@@ -306,12 +306,13 @@ def repair_at_scale(items: Sequence[Buffer], plan: list[int], bound: int,
                     ) -> tuple[int, list[int], int]:
     """A problem too large for the search's tables: its start plan, repaired
     (`repair.Repair`) until the deadline or until it meets `bound` (a proved lower bound).
-    With no deadline, `node_limit` ruins at most (`REPAIR_MOVES` without one). Returns
+    `node_limit`, when given, bounds its ruins (with or without a deadline: the work
+    budget holds at any load); with neither, `REPAIR_MOVES` ruins. Returns
     (arena, offsets, ruins tried)."""
     grain = math.gcd(*(b.size for b in items))
     fix = Repair(items, plan, grain)
-    moves = None if deadline.at is not None else \
-        (REPAIR_MOVES if node_limit is None else node_limit)
+    moves = node_limit if node_limit is not None else \
+        (None if deadline.at is not None else REPAIR_MOVES)   # a work budget bounds it too
     fix.run(deadline.at, moves, floor=bound)
     return fix.arena, [int(o) for o in fix.off], fix.moves
 
@@ -319,12 +320,14 @@ def repair_at_scale(items: Sequence[Buffer], plan: list[int], bound: int,
 def repair_phase(run: Run, items: Sequence[Buffer]) -> None:
     """Before the search's rounds, on a large problem: repair the best plan
     (`repair.Repair`) for `REPAIR_SHARE` of the time left (`REPAIR_MOVES` ruins with no
-    time limit); a training step's plan is often too high at one turn only, which the
-    repair lowers in a few moves, where the search would need its rounds."""
+    time limit or with a `node_limit`); a training step's plan is often too high at one
+    turn only, which the repair lowers in a few moves, where the search would need its
+    rounds."""
     until = None if run.deadline is None else \
         now() + REPAIR_SHARE * max(run.deadline - now(), 0.0)
     fix = Repair(items, run.plan, run.problem.grain)
-    fix.run(until, REPAIR_MOVES if until is None else None, floor=run.proved)
+    fixed = until is None or run.node_limit is not None    # a work budget: fixed ruins
+    fix.run(until, REPAIR_MOVES if fixed else None, floor=run.proved)
     if fix.arena < run.best:
         run.best, run.plan = fix.arena, [int(o) for o in fix.off]
 
