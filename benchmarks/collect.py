@@ -17,7 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sections import GPU_TITLES, SCRIPTS
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # minigraph from this checkout
+
+from sections import GPU_TITLES, SCRIPTS  # noqa: E402
+
+from minigraph.files import write_text  # noqa: E402
 
 HERE = Path(__file__).parent
 
@@ -63,7 +67,7 @@ def main() -> int:
     text = "# Benchmark results\n\nWritten by `python benchmarks/collect.py`; each section " \
            "says the command that printed it.\n\n" + \
            "\n\n".join(sections[t] for t in order if t in sections) + "\n"
-    out.write_text(text)
+    write_text(out, text)     # whole or not at all (minigraph/files.py)
     return 0
 
 

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import minigraph as mg  # noqa: E402
 from minigraph.experiments.gpu import DRY_SIZES, GPU_SIZES, op_profile, run, tables, targets  # noqa: E402
+from minigraph.files import write_text  # noqa: E402
 from minigraph.models import get_model  # noqa: E402
 
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         print(profiles(device, sizes, args.models.split(",")))
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+        write_text(args.json, json.dumps(results, indent=1) + "\n")
     if args.write:
         write_results(text, "GPU (benchmarks/gpu.py)" if not args.dry_run
                       else "GPU script, dry run on NumPy (benchmarks/gpu.py --dry-run)")
@@ -72,8 +73,8 @@ def write_results(text: str, title: str) -> None:
     head = f"## {title}"
     sections = old.split("\n## ")
     kept = [s for s in sections[1:] if not ("## " + s).startswith(head)]
-    path.write_text(sections[0].rstrip() + "\n\n" + "\n\n".join(["## " + s.rstrip() for s in kept]
-                                                                + [f"{head}\n\n{text}"]) + "\n")
+    write_text(path, sections[0].rstrip() + "\n\n" + "\n\n".join(
+        ["## " + s.rstrip() for s in kept] + [f"{head}\n\n{text}"]) + "\n")
 
 
 if __name__ == "__main__":

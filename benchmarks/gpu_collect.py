@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 
-from sections import GPU_TITLE, GPU_TITLES, SCRIPTS, TORCH_TITLE
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # minigraph from this checkout
+
+from sections import GPU_TITLE, GPU_TITLES, SCRIPTS, TORCH_TITLE  # noqa: E402
+
+from minigraph.files import write_bytes, write_text  # noqa: E402
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "RESULTS.md"
@@ -60,8 +63,8 @@ def write(folder: Path) -> None:
     text = RESULTS.read_text()
     for title in TITLES:                        # drop the old GPU sections
         text = drop_section(text, title)
-    RESULTS.write_text(text.rstrip() + "\n\n" + "\n\n".join(new[t] for t in TITLES) + "\n")
-    shutil.copyfile(folder / "gpu_results.json", JSON)
+    write_text(RESULTS, text.rstrip() + "\n\n" + "\n\n".join(new[t] for t in TITLES) + "\n")
+    write_bytes(JSON, (folder / "gpu_results.json").read_bytes())
 
 
 def drop_section(text: str, title: str) -> str:

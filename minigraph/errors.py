@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class MinigraphError(Exception):
     """Base class of every error minigraph raises on purpose."""
@@ -82,3 +85,15 @@ class PlanTypeError(PlanError, TypeError):
 
 class GradingError(MinigraphError, ValueError):
     """A grader's setting is unusable (e.g. MINIGRAPH_TIME_SCALE); names the value."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type (a number where a graph is expected); names the
+    argument, the function and what was given. A TypeError too."""
+
+
+def did_you_mean(value: object, names: Iterable[object]) -> str:
+    """" (did you mean 'x'?)" for the name closest to `value` among `names` (difflib), or
+    "" when none is close: appended to a message about an unknown name."""
+    close = difflib.get_close_matches(str(value), [str(n) for n in names], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

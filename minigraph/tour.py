@@ -22,6 +22,7 @@ greedy-by-size land at different arenas), and it still runs in about a second.
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 from typing import Any, TextIO
@@ -48,20 +49,47 @@ def _floors(rows: list[Row]) -> tuple[int, int | None]:
     return plain.theoretical_minimum, None if fused is None else fused.theoretical_minimum
 
 
+NOTE_WIDTH = 50       # a longer note goes under the table, whole, with its number
+_SKIPPED = re.compile(r"skipped: (\d+) buffers > (\d+)")
+# How to lift a size limit of technique_rows: the tour's keyword and the CLI's option
+LIFTS = {"ilp": ("ilp_max_buffers", "--ilp-max-buffers"),
+         "anneal": ("anneal_max_buffers", "--anneal-max-buffers")}
+
+
+def lift_note(row: Row) -> str:
+    """`row`'s note, and for a planner skipped by a size limit, how to lift it."""
+    found = _SKIPPED.fullmatch(row.note)
+    if not found or row.options.planner not in LIFTS:
+        return row.note
+    keyword, option = LIFTS[row.options.planner]
+    n = found.group(1)
+    return (f"{row.note} ({keyword}); to plan it: minigraph tour {option} {n}, or "
+            f"tour(..., {keyword}={n}); it then searches for --time-limit seconds")
+
+
 def memory_table(graph: Graph, rows: list[Row]) -> str:
     """The rows as a text table; the theoretical minima close it, and the footer says which
     minimum each row is measured against and why a row with in-place may sit below the
-    minimum without it (in-place merges an output into its input's buffer)."""
+    minimum without it (in-place merges an output into its input's buffer). A note longer
+    than NOTE_WIDTH is numbered in the table and printed whole under it, never cut."""
     no_reuse = rows[0].report.no_reuse_bytes
     out = [f"{'technique':34} {'arena bytes':>13} {'arena':>11} {'saved':>7} "
            f"{'x minimum':>9} {'ms':>8}  note"]
+    notes: list[str] = []
+
+    def short(note: str) -> str:
+        if len(note) <= NOTE_WIDTH:
+            return note
+        notes.append(note)
+        return f"see [{len(notes)}] below"
+
     for r in rows:
         rep = r.report
         if rep is None:
-            out.append(f"{r.label:34} {'-':>13} {'-':>11} {'-':>7} {'-':>9} {'-':>8}  {r.note}")
+            out.append(f"{r.label:34} {'-':>13} {'-':>11} {'-':>7} {'-':>9} {'-':>8}  "
+                       f"{short(lift_note(r))}")
             continue
-        note = r.note or rep.plan.note
-        note = note if len(note) <= 50 else note[:47] + "..."
+        note = short(r.note or rep.plan.note)
         out.append(f"{r.label:34} {rep.arena_bytes:>13,} {fmt_bytes(rep.arena_bytes):>11} "
                    f"{rep.saved_percent:>6.1f}% {rep.ratio_to_minimum:>9.3f} "
                    f"{rep.seconds * 1000:>8.1f}  {note}".rstrip())
@@ -83,6 +111,7 @@ def memory_table(graph: Graph, rows: list[Row]) -> str:
                    f"buffer and fewer bytes are alive at once: a row with in-place can go "
                    f"below the minimum without it ({plain:,} B), never below its own "
                    f"({fused:,} B).")
+    out += [f"[{k}] {note}" for k, note in enumerate(notes, 1)]
     return "\n".join(out)
 
 
@@ -215,11 +244,14 @@ def _row_bar() -> tuple[Any, Any]:
 
 def tour(model: str | Model | None = None, batch: int | None = None,
          file: TextIO | None = None, time_limit: float = 0.5, device: str = "cpu",
-         run: bool | None = None, **model_kw: Any) -> dict[str, Any]:
+         run: bool | None = None, ilp_max_buffers: int = 60,
+         anneal_max_buffers: int = 2000, **model_kw: Any) -> dict[str, Any]:
     """Print the tour of one model: a zoo name (default `TOUR_MODEL`) or a `Model` (such as
     `from_torch`'s `TorchModel`); returns what it printed as data (for tests). `run`: run
     one SGD step (None: only when the step is under MAX_RUN_FLOPS and every op has a
-    kernel). A device that is not there is refused first (DeviceError)."""
+    kernel). The ILP is skipped above `ilp_max_buffers` planned buffers and annealing above
+    `anneal_max_buffers` (each skip says so, with how to lift it). A device that is not
+    there is refused first (DeviceError)."""
     out = file or sys.stdout
 
     def say(s: str = "") -> None:
@@ -253,13 +285,16 @@ def tour(model: str | Model | None = None, batch: int | None = None,
     say()
     if opaque:
         say(f"not run: {len(opaque)} opaque op(s) with no minigraph kernel (first: "
-            f"{opaque[0]}); the plans below need no run")
+            f"{opaque[0]}; to run it, its ATen op needs a rule in minigraph/fromtorch/aten.py"
+            f" mapping it to a minigraph op); the plans below "
+            f"need no run")
     elif run is False:
-        say("not run: asked not to (run=False, --no-run); the plans below need no run")
+        say("not run: asked not to (run=False, --no-run; --run or run=True runs it); the "
+            "plans below need no run")
     elif run is None and flops > MAX_RUN_FLOPS:
         say(f"not run: {flops / 1e9:,.0f} GFLOPs per step is too much for a tour on NumPy "
-            f"(limit {MAX_RUN_FLOPS / 1e9:,.0f}; `run=True` forces it); the plans below "
-            f"need no run")
+            f"(limit {MAX_RUN_FLOPS / 1e9:,.0f}; --run or `run=True` forces it); the "
+            f"plans below need no run")
     else:
         ex = Executor(g, plan, device=device)
         result = ex.run(m.feeds(0), measure=True)
@@ -271,7 +306,9 @@ def tour(model: str | Model | None = None, batch: int | None = None,
 
     bar, progress = _row_bar()
     try:
-        rows = technique_rows(g, time_limit=time_limit, progress=progress)
+        rows = technique_rows(g, time_limit=time_limit, progress=progress,
+                              ilp_max_buffers=ilp_max_buffers,
+                              anneal_max_buffers=anneal_max_buffers)
     finally:
         bar.close()
     say()

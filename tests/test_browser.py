@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -339,3 +340,114 @@ def test_widget_with_dtr_finishes_on_every_zoo_model_at_its_default_budget(
         finally:
             _shut_down_kernels(page, name)
             browser.close()
+
+
+def test_widget_names_its_techniques_explains_a_dead_toggle_and_fits_its_cell(
+        lab: str) -> None:
+    """Issue 51: the headline says which techniques are on; switching in-place off on a
+    model where it saves nothing says why, in the page; and at a narrow window the widget
+    stays inside its output area (the left edge was clipped), nothing scrolled sideways."""
+    from playwright.sync_api import expect, sync_playwright
+
+    name = "widget_first_hour.ipynb"
+    _notebook(LAB_ROOT[0] / name, "import minigraph as mg\n"
+                                  "w = mg.memory_widget('mlp', batch=1, planner='ge')\nw")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 2400})
+        page.set_default_timeout(WAIT_MS)
+        expect.set_options(timeout=WAIT_MS)
+        try:
+            _run_all(page, f"{lab}/lab/tree/{name}?reset")
+            widget = page.locator(".mg-memory-widget").first
+            headline = widget.locator(".mg-headline")
+            expect(headline).to_contain_text("on: ge, in-place (last reader), order program",
+                                             timeout=WAIT_MS)
+            expect(headline).to_contain_text("in-place saves nothing on this model")
+            widget.locator(".mg-control-inplace select").select_option(label="off")
+            expect(headline).to_contain_text("on: ge, order program", timeout=WAIT_MS)
+            expect(headline).to_contain_text("in-place would save nothing on this model")
+            for width in (1300, 620):
+                page.set_viewport_size({"width": width, "height": 2400})
+                page.wait_for_timeout(1000)            # let JupyterLab lay the cell out
+                box = widget.evaluate("""e => { const r = e.getBoundingClientRect();
+                    const a = e.closest('.jp-OutputArea-output').getBoundingClientRect();
+                    return {left: r.left, right: r.right, aleft: a.left, aright: a.right,
+                            sw: e.scrollWidth, cw: e.clientWidth}; }""")
+                assert box["left"] >= box["aleft"] - 1 and box["right"] <= box["aright"] + 1, \
+                    (width, box)
+                assert box["sw"] <= box["cw"] + 1, (width, box)
+            widget.screenshot(path=str(ARTIFACTS / "widget-narrow.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "widget-first-hour-failure.png"),
+                            full_page=True)
+            raise
+        finally:
+            _shut_down_kernels(page, name)
+            browser.close()
+
+
+def test_minigraph_lab_on_sigterm_leaves_no_jupyter_process(tmp_path) -> None:
+    """Issue 51, with the real JupyterLab (no browser needed): `minigraph lab` passes
+    JupyterLab's own options through (`--no-browser --port P ...`), a kernel is started in
+    it, and SIGTERM to `minigraph lab` ends JupyterLab and the kernel and frees the port."""
+    pytest.importorskip("jupyterlab")
+    from minigraph.cli import descendants
+    nb = tmp_path / "n.ipynb"
+    _notebook(nb, "1 + 1")
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get(
+               "PYTHONPATH")])]),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings")}
+    port = _free_port()
+    with open(tmp_path / "lab.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "minigraph", "lab", str(nb), "--no-browser", "--port",
+             str(port), "--ip", "127.0.0.1", "--ServerApp.token=", "--ServerApp.password=",
+             "--ServerApp.disable_check_xsrf=True", "--ServerApp.port_retries=0",
+             f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None"],
+            env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + WAIT_S
+        while True:
+            assert proc.poll() is None, (tmp_path / "lab.log").read_text()[-3000:]
+            assert time.time() < deadline, "JupyterLab did not answer"
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        req = urllib.request.Request(f"{url}/api/kernels", data=b'{"name": "python3"}',
+                                     headers={"Content-Type": "application/json"},
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=WAIT_S) as r:
+            assert r.status in (200, 201)
+        below = descendants(proc.pid)
+        assert len(below) >= 2, below           # JupyterLab and its kernel (at least)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+        deadline = time.time() + 30
+        while [p for p in below if _alive(p)]:
+            assert time.time() < deadline, [p for p in below if _alive(p)]
+            time.sleep(0.2)
+        with socket.socket() as s:              # nothing listens on the port any more
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # TIME_WAIT is fine
+            s.bind(("127.0.0.1", port))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    """A process `pid` that is not a zombie (dead, waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"

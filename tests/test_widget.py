@@ -27,11 +27,12 @@ from minigraph.viz.widget import (  # noqa: E402
     WidgetState,
     headline,
     memory_widget,
+    techniques_on,
     view_minimum,
 )
 
 BYTES = r"([\d.]+ (?:B|KiB|MiB|GiB))"
-HEADLINE = re.compile(rf"^arena: peak {BYTES} -> {BYTES}, saved ([\d.]+)% "
+HEADLINE = re.compile(rf"^(?:on: [^.]+\. )?arena: peak {BYTES} -> {BYTES}, saved ([\d.]+)% "
                       rf"\(theoretical minimum {BYTES}\)")
 UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30}
 
@@ -80,7 +81,8 @@ def test_explorer_plans_exactly_what_plan_memory_plans(step) -> None:
         assert result.report.arena_bytes == ref.arena_bytes
         assert result.report.theoretical_minimum == ref.theoretical_minimum
         assert result.minimum == view_minimum(ref, result.rows) <= ref.theoretical_minimum
-        assert result.headline == headline(ref, minimum=result.minimum, unit=result.unit)
+        assert result.headline == (f"on: {techniques_on(result.state)}. "
+                                   + headline(ref, minimum=result.minimum, unit=result.unit))
         figs = MemoryExplorer.figures(result)
         assert set(figs) >= {"timeline", "layout", "comparison"}
         # The layout's rectangles are the reference plan's offsets.
@@ -100,10 +102,12 @@ def test_toggling_inplace_changes_the_plan_and_the_headline(step) -> None:
     w = memory_widget(step, planner="refcount", inplace=True)
     before, arena = w.headline, w.result.report.arena_bytes
     assert HEADLINE.match(before)
+    assert before.startswith("on: refcount, in-place (last reader), order program. ")
     w.controls["inplace"].value = False          # what a click does
     assert w.result.state.inplace is False
     assert w.result.report.arena_bytes != arena
     assert w.headline != before
+    assert w.headline.startswith("on: refcount, order program. "), w.headline
     assert f"<b>{html.escape(w.headline)}</b>" in w.headline_html.value
     assert w.result.report.arena_bytes == \
         mg.plan_memory(step, w.state.options()).arena_bytes

@@ -28,6 +28,10 @@ from pathlib import Path
 
 import jupytext
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # minigraph from this checkout
+
+from minigraph.files import write_text  # noqa: E402
+
 LESSONS = Path(__file__).resolve().parents[1]
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 SLIDE_MARKDOWN_LINES = 24      # a markdown slide at most this many lines
@@ -89,7 +93,7 @@ def main(args: list[str]) -> int:
             print(f"{name} is stale: run `python lessons/src/build.py`")
             status = 1
         else:
-            path.write_text(text, encoding="utf-8")
+            write_text(path, text)       # whole or not at all (minigraph/files.py)
             print(f"wrote {name}")
     for path in sorted(LESSONS.glob("*.ipynb")) + sorted(LESSONS.glob("assignments/*.ipynb")):
         if path not in built:       # its source was renamed or deleted

@@ -1,7 +1,7 @@
 """`minigraph plan`: plan a CSV buffer problem or a zoo model, or check a plan CSV.
 
     minigraph plan problem.csv --planner ge [--time-limit S] [--alignment N] [-o plan.csv]
-    minigraph plan --check plan.csv
+    minigraph plan --check plan.csv [problem.csv]
     minigraph plan --model resnet50 --batch 32 [--planner ge] [--order best]
                    [--inplace strict] [--colors 2 --coloring nnvm] [--safe]
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
+import re
 import sys
 import threading
 import time
@@ -32,13 +33,14 @@ from typing import Any, NoReturn, TextIO
 
 from tqdm import tqdm
 
-from ..errors import MinigraphError
+from ..errors import MinigraphError, did_you_mean
+from ..fromtorch.zoo import TORCH_MODELS
 from ..memory.api import MemoryOptions, plan_memory
 from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
-from ..memory.csvio import read_plan, read_problem, write_plan
+from ..memory.csvio import CSVError, read_plan, read_problem, write_plan
 from ..memory.inplace import merge_inplace
 from ..memory.orders import ORDERS
-from ..memory.planners import JOINT_PLANNERS, get_planner, plan_buffers
+from ..memory.planners import JOINT_PLANNERS, PLANNERS, TEXTBOOK, get_planner, plan_buffers
 from ..models import MODELS, get_model
 
 USAGE_ERROR = 2       # the exit status of a user's mistake (argparse's own convention)
@@ -90,33 +92,108 @@ def one_line(message: object) -> str:
     return "; ".join(x.strip() for x in str(message).splitlines() if x.strip())
 
 
+_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+_UNKNOWN = re.compile(r"unrecognized arguments: (.*)")
+
+
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors print one line (`prog: error: ...`), exit 2."""
+    """An ArgumentParser whose usage errors print one line (`prog: error: ...`), exit 2.
+    Options are never abbreviated (`--mod` is refused, not read as `--model`), and a
+    misspelt option or choice gets a "did you mean" (difflib)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kw)
+
+    def all_options(self) -> list[str]:
+        """The option strings of this parser and of every subcommand's parser."""
+        names = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    names += (sub.all_options() if isinstance(sub, Parser)
+                              else list(sub._option_string_actions))
+        return names
 
     def error(self, message: str) -> NoReturn:
+        choice, unknown = _CHOICE.search(message), _UNKNOWN.search(message)
+        if choice:
+            names = re.findall(r"'([^']*)'", choice.group(2))
+            cut = choice.end(1) + 1
+            message = message[:cut] + did_you_mean(choice.group(1), names) + message[cut:]
+        elif unknown:
+            first = next((a for a in unknown.group(1).split() if a.startswith("-")), "")
+            if first:
+                message += did_you_mean(first.split("=")[0], self.all_options())
         self.exit(USAGE_ERROR, f"{self.prog}: error: {one_line(message)}\n")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (alignment, batch)."""
+MAX_ALIGNMENT = 2**30       # 1 GiB: no device aligns to more; a bigger one is a typo
+MAX_BATCH = 2**20           # a batch of a million is far past any lesson's or benchmark's
+MAX_COLORS = 64             # colour classes kept apart (the widget offers 1-4)
+MAX_SECONDS = 86_400.0      # a day: a longer search limit is a slip of the keyboard
+
+
+def _short(text: str, width: int = 30) -> str:
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
+
+
+def positive_int(text: str, maximum: int | None = None) -> int:
+    """argparse type: an integer >= 1 (alignment, batch), at most `maximum` when given."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{_short(repr(text))} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    if maximum is not None and value > maximum:
+        raise argparse.ArgumentTypeError(f"{_short(text)} is above the maximum {maximum:,}")
     return value
+
+
+def alignment(text: str) -> int:
+    """argparse type: an alignment in bytes, 1 .. MAX_ALIGNMENT (1 GiB)."""
+    return positive_int(text, MAX_ALIGNMENT)
+
+
+def batch_size(text: str) -> int:
+    """argparse type: a batch size, 1 .. MAX_BATCH."""
+    return positive_int(text, MAX_BATCH)
+
+
+def colour_classes(text: str) -> int:
+    """argparse type: a number of colour classes, 1 .. MAX_COLORS."""
+    return positive_int(text, MAX_COLORS)
 
 
 def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0 (nan or inf would never stop)."""
+    """argparse type: a finite number of seconds > 0 (nan or inf would never stop), at
+    most MAX_SECONDS (a day)."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{_short(repr(text))} is not a number of "
+                                         "seconds") from None
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds > 0")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{_short(text)} s is above the maximum "
+                                         f"{MAX_SECONDS:,.0f} s (a day)")
     return value
+
+
+def zoo_model(text: str) -> str:
+    """argparse type: a zoo model's name. A PyTorch model's name (fromtorch.zoo) is refused
+    with where it is (`minigraph tour --torch NAME`), any other with the closest name."""
+    if text in MODELS:
+        return text
+    if text in TORCH_MODELS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a zoo model but a PyTorch one: minigraph tour --torch {text} "
+            f"(the zoo: {', '.join(MODELS)})")
+    raise argparse.ArgumentTypeError(f"invalid choice: {_short(repr(text))}"
+                                     f"{did_you_mean(text, MODELS)} "
+                                     f"(choose from {', '.join(map(repr, MODELS))})")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -127,23 +204,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "greedy-size, bestfit, anneal, ilp, ...); default ge")
     parser.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                         help="seconds for the search planners (ilp, anneal)")
-    parser.add_argument("--alignment", type=positive_int, default=None, metavar="N",
-                        help="round sizes up to N bytes (default 1 for CSV, 512 for models)")
+    parser.add_argument("--alignment", type=alignment, default=None, metavar="N",
+                        help="round sizes up to N bytes, at most 2**30 (default 1 for CSV, "
+                        "512 for models)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (anneal)")
     parser.add_argument("-o", "--output", metavar="PLAN.csv",
                         help="write the plan as id,lower,upper,size,offset")
     parser.add_argument("--check", metavar="PLAN.csv",
-                        help="validate a plan CSV instead of planning")
-    parser.add_argument("--model", choices=list(MODELS), metavar="NAME",
+                        help="validate a plan CSV instead of planning; with FILE.csv also "
+                        "that it places every buffer of that problem, no more, no fewer")
+    parser.add_argument("--model", type=zoo_model, metavar="NAME",
                         help=f"plan a zoo model's training graph ({', '.join(MODELS)})")
-    parser.add_argument("--batch", type=positive_int, default=32, help="batch size for --model")
+    parser.add_argument("--batch", type=batch_size, default=32, help="batch size for --model")
     parser.add_argument("--order", default="program", choices=sorted(ORDERS), metavar="ORDER",
                         help=f"schedule for --model ({', '.join(sorted(ORDERS))})")
     # The graph's own switches (MemoryOptions): they need a graph, so only with --model.
     parser.add_argument("--inplace", default=None, choices=INPLACE_RULES,
                         help="in-place rule for --model: off, last-reader (nnvm's rule) or "
                         "strict (the op is the input's only reader); default off")
-    parser.add_argument("--colors", type=positive_int, default=None, metavar="K",
+    parser.add_argument("--colors", type=colour_classes, default=None, metavar="K",
                         help="parallel-safe sharing for --model: K colour classes kept apart")
     parser.add_argument("--coloring", default=None, choices=COLORINGS,
                         help="how --colors finds its paths (bytes or nnvm); default bytes")
@@ -202,10 +281,37 @@ def _budget(planner: str, kw: dict) -> float | None:
     return float(default) if isinstance(default, (int, float)) and default > 0 else None
 
 
+def check_against(plan: list, problem: list, plan_name: str, problem_name: str) -> None:
+    """A plan places every buffer of its problem, no other, each with the problem's
+    lifetime and at least its size; else CSVError naming the first buffer at fault. A plan
+    cut short (a write killed midway) has fewer rows than its problem: refused here."""
+    placed = {b.id: b for b in plan}
+    missing = [b for b in problem if b.id not in placed]
+    if missing:
+        raise CSVError(f"{len(plan):,} buffers placed, the problem {problem_name} has "
+                       f"{len(problem):,}: {len(missing):,} missing, the first buffer "
+                       f"{missing[0].id} (a plan cut short?)", plan_name)
+    wanted = {b.id for b in problem}
+    extra = [b for b in plan if b.id not in wanted]
+    if extra:
+        raise CSVError(f"buffer {extra[0].id} is not in the problem {problem_name}", plan_name)
+    for b in problem:
+        p = placed[b.id]
+        if (p.start, p.end) != (b.start, b.end) or p.size < b.size:
+            raise CSVError(f"buffer {b.id}: lifetime [{p.start}, {p.end + 1}) size {p.size}, "
+                           f"the problem {problem_name} has [{b.start}, {b.end + 1}) size "
+                           f"{b.size}", plan_name)
+
+
 def _check(args: argparse.Namespace) -> int:
     buffers, offsets = read_plan(args.check)
     validate_offsets(buffers, offsets)
-    print(f"{args.check}: valid plan")
+    if args.file is not None:
+        check_against(buffers, read_problem(args.file), args.check, args.file)
+        print(f"{args.check}: every buffer of {args.file} placed")
+    print(f"{args.check}: valid plan" + ("" if args.file is not None else
+          " (of the buffers it lists: give its problem, --check PLAN.csv FILE.csv, to "
+          "check that none is missing)"))
     _report(len(buffers), theoretical_minimum(buffers), arena_size(buffers, offsets), None,
             no_reuse=sum(b.size for b in buffers))
     return 0
@@ -265,13 +371,20 @@ def run(args: argparse.Namespace) -> int:
     """Do what the arguments ask; print the numbers. 0 on success; 2 on a user's mistake,
     printed as one line (an internal error still raises, with its traceback)."""
     chosen = [x for x in (args.file, args.check, args.model) if x is not None]
-    if len(chosen) != 1:
-        print("minigraph plan: error: give exactly one of FILE.csv, --check PLAN.csv, "
-              "--model NAME", file=sys.stderr)
+    checked = args.check is not None and args.model is None and len(chosen) == 2
+    if len(chosen) != 1 and not checked:
+        print("minigraph plan: error: give exactly one of FILE.csv, --check PLAN.csv "
+              "[FILE.csv], --model NAME", file=sys.stderr)
         return USAGE_ERROR
     stray = [k for k in GRAPH_SWITCHES if getattr(args, k, None) is not None]
     if stray and args.model is None:
         print(f"minigraph plan: error: --{stray[0]} needs a graph: use it with --model NAME",
+              file=sys.stderr)
+        return USAGE_ERROR
+    known = [*PLANNERS, *TEXTBOOK, *JOINT_PLANNERS]
+    if args.check is None and args.planner not in known:
+        print(f"minigraph plan: error: --planner: unknown planner {_short(repr(args.planner))}"
+              f"{did_you_mean(args.planner, known)}; known: {', '.join(sorted(PLANNERS))}",
               file=sys.stderr)
         return USAGE_ERROR
     try:

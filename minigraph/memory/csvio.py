@@ -19,6 +19,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import IO
 
 from ..errors import PlanError
+from ..files import atomic_open
 from .buffers import Buffer, first_overlap
 
 PROBLEM_COLUMNS = ("id", "lower", "upper", "size")
@@ -188,15 +189,19 @@ def read_plan(src: str | os.PathLike | IO[str], check: bool = True
 
 
 def _write(dst, header: Sequence[str], rows: Iterable[Sequence]) -> None:
-    f, _, close = (dst, "", False) if hasattr(dst, "write") else \
-        (open(dst, "w", newline=""), "", True)
-    try:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
-    finally:
-        if close:
-            f.close()
+    """The header and rows to a stream, or to a path atomically (`files.atomic_open`: a
+    write cut short leaves the old file, never part of a plan)."""
+    if hasattr(dst, "write"):
+        _rows_to(dst, header, rows)
+        return
+    with atomic_open(dst, "w", newline="") as f:
+        _rows_to(f, header, rows)
+
+
+def _rows_to(f: IO[str], header: Sequence[str], rows: Iterable[Sequence]) -> None:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
 
 
 def write_problem(dst: str | os.PathLike | IO[str], buffers: Iterable[Buffer]) -> None:

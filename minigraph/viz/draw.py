@@ -17,7 +17,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from ..errors import GraphError
+from ..errors import ArgumentTypeError, GraphError
 from ..graph import Graph, fmt_bytes
 
 # Role -> (shape, fill colour, outline colour) of op nodes.
@@ -79,6 +79,11 @@ def _style(kind: str, role_or_kind: str) -> dict[str, str]:
     return {"shape": shape, "style": "filled", "fillcolor": fill, "color": line}
 
 
+def _short(value: object, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "..."
+
+
 def draw(graph: Graph, show_tensors: bool = True, max_nodes: int = 300,
          plan: Any = None, legend: bool = True, rankdir: str = "TB", *,
          width: float | None = MAX_WIDTH) -> Any:
@@ -91,6 +96,11 @@ def draw(graph: Graph, show_tensors: bool = True, max_nodes: int = 300,
     notebook (which shows an SVG at its own size, clipping the right edge) shows all of
     it, the legend on the right included. None leaves the natural size.
     """
+    if not isinstance(graph, Graph) and isinstance(getattr(graph, "graph", None), Graph):
+        graph = graph.graph                    # a zoo Model or an imported TorchModel
+    if not isinstance(graph, Graph):
+        raise ArgumentTypeError(f"draw: graph must be a Graph or a Model (with .graph), not "
+                                f"{type(graph).__name__} {_short(graph)}")
     if plan is not None and hasattr(plan, "plan"):
         plan = plan.plan
     dot = _new_digraph(graph.name)

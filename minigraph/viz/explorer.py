@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..errors import ArgumentError, ArgumentTypeError, did_you_mean
 from ..experiments import techniques
 from ..graph import Graph
 from ..memory.api import MemoryOptions, MemoryReport, plan_memory
@@ -122,6 +123,7 @@ class ExplorerResult:
     messages: list[str] = field(default_factory=list)
     minimum: int | None = None
     working_minimum: int | None = None
+    notes: list[str] = field(default_factory=list)    # a switch that changes nothing here
 
     def __post_init__(self) -> None:
         if self.minimum is None:
@@ -136,8 +138,10 @@ class ExplorerResult:
 
     @property
     def headline(self) -> str:
-        return headline(self.report, self.dtr, self.minimum, self.unit,
-                        self.working_minimum)
+        """"on: TECHNIQUES. arena: peak X -> Y, ...": which techniques made the numbers."""
+        return (f"on: {techniques_on(self.state)}. "
+                + headline(self.report, self.dtr, self.minimum, self.unit,
+                           self.working_minimum))
 
     @property
     def caption(self) -> str:
@@ -154,6 +158,44 @@ class ExplorerResult:
                      "the total peak without rematerialisation (working peak + inputs, "
                      "parameters and outputs), the DTR paper's.")
         return text
+
+
+def techniques_on(state: WidgetState) -> str:
+    """The techniques a state switches on, in one phrase: "refcount, in-place (last
+    reader), 2 colours, order program, DTR" ("no reuse" for the none planner)."""
+    rule = {False: [], True: ["in-place (last reader)"], "strict": ["in-place (strict)"]}
+    parts = ["no reuse" if state.planner == "none" else state.planner,
+             *rule[state.inplace],
+             *([f"{state.colors} colours"] if state.colors > 1 else []),
+             f"order {state.order}", *(["DTR"] if state.dtr else [])]
+    return ", ".join(parts)
+
+
+def toggle_note(state: WidgetState, report: MemoryReport, other: MemoryReport) -> str:
+    """Why switching in-place (on in `state`, or off) changes no byte of the arena here,
+    given `other`, the plan with it switched the other way; "" when it does change it."""
+    if other.arena_bytes != report.arena_bytes:
+        return ""
+    on, off = (report, other) if state.inplace else (other, report)
+    pairs = len(on.plan.inplace)
+    unit = view_unit(report)
+    head = ("in-place saves nothing" if state.inplace else "in-place would save nothing")
+    where = f"on this model at this order ({state.order}, {state.planner})"
+    if not pairs:
+        why = ("no op here may write its output over its input under the rule (the op "
+               "must declare it, and the input must die there and be no input, parameter "
+               "or output)")
+    elif on.theoretical_minimum == off.theoretical_minimum:
+        why = (f"{pairs} outputs take their input's bytes, but the most bytes alive at one "
+               f"step is {plots.fmt_in(on.theoretical_minimum, unit)} with or without them, "
+               f"and {state.planner} packs the same arena, "
+               f"{plots.fmt_in(report.arena_bytes, unit)}")
+    else:
+        why = (f"{pairs} outputs take their input's bytes and the theoretical minimum drops "
+               f"from {plots.fmt_in(off.theoretical_minimum, unit)} to "
+               f"{plots.fmt_in(on.theoretical_minimum, unit)}, but {state.planner} packs "
+               f"both to the same arena, {plots.fmt_in(report.arena_bytes, unit)}")
+    return f"{head} {where}: {why}"
 
 
 def view_minimum(report: MemoryReport, rows: list[techniques.TechniqueRow] = (),
@@ -212,14 +254,21 @@ class MemoryExplorer:
             self.custom, model = graph_or_model.graph, CUSTOM
         elif isinstance(graph_or_model, str):
             if graph_or_model not in self.models:
-                raise ValueError(f"unknown model {graph_or_model!r}; the zoo has "
-                                 f"{', '.join(self.models) or 'nothing (minigraph.models)'}")
+                raise ArgumentError(
+                    f"memory_widget: graph_or_model: unknown model {graph_or_model[:40]!r}"
+                    f"{did_you_mean(graph_or_model, self.models)}; the zoo has "
+                    f"{', '.join(self.models) or 'nothing (minigraph.models)'}")
             model = graph_or_model
         elif graph_or_model is None and self.models:
             model = "mlp" if "mlp" in self.models else next(iter(self.models))
         else:
-            raise TypeError("memory_widget needs a Graph, a Model or a model name, not "
-                            f"{type(graph_or_model).__name__}")
+            raise ArgumentTypeError(
+                f"memory_widget: graph_or_model must be a Graph, a Model or a model name, "
+                f"not {type(graph_or_model).__name__} {repr(graph_or_model)[:40]}")
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                                  or not 1 <= batch <= max(BATCHES)):
+            raise ArgumentError(f"memory_widget: batch must be an integer from 1 to "
+                                f"{max(BATCHES)}, not {batch!r}")
         self.initial = WidgetState(model=model, batch=batch or 8)
         self._graphs: dict[tuple[str, int], Graph] = {}
         self._reports: dict[tuple, MemoryReport] = {}
@@ -333,6 +382,11 @@ class MemoryExplorer:
         if progress is not None:
             progress(0, 1, f"{state.planner} on {len(graph.nodes)} nodes")
         report = self.report(state)
+        # Plan the other way too (cached), to say when in-place changes nothing here; not
+        # for a searching planner, whose second search would double the wait.
+        flipped = state.replace(inplace=False if state.inplace else True)
+        notes = [] if state.planner in (*techniques.SLOW_PLANNERS, "search") else \
+            [n for n in [toggle_note(state, report, self.report(flipped))] if n]
         rows = list(self.rows(state, progress))
         minimum = view_minimum(report, rows)
         working_min = view_minimum(report, rows, working=True)
@@ -347,7 +401,7 @@ class MemoryExplorer:
             if not run.ok:
                 messages.append(run.describe(view_unit(report, rows), working_min))
         return ExplorerResult(state, graph, report, rows, run, sweep, messages, minimum,
-                              working_min)
+                              working_min, notes)
 
     # Pictures ------------------------------------------------------------------------
     @staticmethod

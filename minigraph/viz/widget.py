@@ -20,6 +20,7 @@ import base64
 import html
 from typing import Any
 
+from ..errors import ArgumentError, did_you_mean
 from ..graph import Graph
 from ..memory.api import MemoryOptions
 from .dtr_budget import (  # noqa: F401  (the widget's API: DTR statuses, the run record)
@@ -39,6 +40,8 @@ from .explorer import (  # noqa: F401  (the widget's API: the explorer and its r
     WidgetState,
     figure_bytes,
     headline,
+    techniques_on,
+    toggle_note,
     view_minimum,
     view_unit,
 )
@@ -52,6 +55,11 @@ except ImportError:          # the explorer works without it; the widget says wh
 # ---------------------------------------------------------------------------------------
 # The ipywidgets wiring: controls -> WidgetState -> MemoryExplorer -> images
 # ---------------------------------------------------------------------------------------
+
+def _short(value: object, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "..."
+
 
 WRAP = "white-space: normal; overflow-wrap: anywhere; line-height: 1.4"
 
@@ -106,7 +114,7 @@ class MemoryWidget(w.VBox if w is not None else object):
         self.controls = c
         self.headline_html = w.HTML(layout=w.Layout(margin="4px 0px", width="100%"))
         self.headline_html.add_class("mg-headline")
-        self.caption = w.HTML(layout=w.Layout(width="100%"))
+        self.caption = w.HTML(layout=w.Layout(width="auto", margin="2px 0px"))
         self.caption.add_class("mg-caption")
         self.progress = w.IntProgress(value=0, min=0, max=1, description="",
                                       layout=w.Layout(width="420px"))
@@ -114,22 +122,31 @@ class MemoryWidget(w.VBox if w is not None else object):
         self.progress_box = w.HBox([self.progress, self.progress_label],
                                    layout=w.Layout(visibility="hidden"))
         self.progress_box.add_class("mg-progress")
-        self.images = {k: w.Image(format="png", layout=w.Layout(max_width="100%"))
+        self.images = {k: w.Image(format="png",
+                                  layout=w.Layout(max_width="100%", margin="2px 0px"))
                        for k in ("timeline", "layout", "comparison", "dtr")}
         for k, img in self.images.items():
             img.add_class(f"mg-plot-{k}")
-        self.message = w.HTML("", layout=w.Layout(width="100%"))
+        self.message = w.HTML("", layout=w.Layout(width="auto", margin="2px 0px"))
         self.message.add_class("mg-message")
+        # Rows of controls wrap in a narrow cell, and nothing is wider than the cell (FIT):
+        # a fixed-width row overflowed it and the output area clipped the left edge.
+        wrap = w.Layout(flex_flow="row wrap", max_width="100%")
         rows = w.VBox([
-            w.HBox([c["model"], c["batch"], c["order"]]),
-            w.HBox([c["planner"], c["alignment"], c["colors"]]),
-            w.HBox([c["inplace"], c["slow"], c["color_by"]]),
-            w.HBox([c["dtr"], c["dtr_budget"]]),
-        ])
+            w.HBox([c["model"], c["batch"], c["order"]], layout=wrap),
+            w.HBox([c["planner"], c["alignment"], c["colors"]], layout=wrap),
+            w.HBox([c["inplace"], c["slow"], c["color_by"]], layout=wrap),
+            w.HBox([c["dtr"], c["dtr_budget"]], layout=wrap),
+        ], layout=w.Layout(max_width="100%"))
+        self.progress.layout.max_width = "100%"
+        for img in self.images.values():
+            img.layout.height = "auto"
         super().__init__([rows, self.headline_html, self.caption,
                           self.progress_box, self.message,
                           self.images["timeline"], self.images["layout"],
-                          self.images["comparison"], self.images["dtr"]])
+                          self.images["comparison"], self.images["dtr"]],
+                         layout=w.Layout(width="100%", max_width="100%",
+                                         overflow="hidden"))
         self.add_class("mg-memory-widget")
         self.result: ExplorerResult | None = None
         self._busy = False
@@ -151,7 +168,9 @@ class MemoryWidget(w.VBox if w is not None else object):
         """Move controls from code (one re-plan at the end): any control by its name,
         e.g. `set(planner="ge")`, `set(colors=2)`, `set(dtr=True, dtr_budget=0.6)`;
         `dtr_budget=None` goes back to the model's default budget."""
-        WidgetState().replace(**values)          # names and the in-place rule checked here
+        wanted = WidgetState().replace(**values)  # names and the in-place rule checked here
+        check_offered(self.explorer, wanted, set(values) - {"dtr_budget"},
+                      "MemoryWidget.set")
         if "inplace" in values:                  # "last-reader" is True
             values["inplace"] = MemoryOptions(inplace=values["inplace"]).inplace
         self._busy = True
@@ -234,8 +253,10 @@ class MemoryWidget(w.VBox if w is not None else object):
             if k in pngs:
                 img.value = pngs[k]
             img.layout.display = None if k in pngs else "none"
-        self.headline_html.value = (f"<div style='{WRAP}'><b>{html.escape(result.headline)}"
-                                    f"</b></div>")
+        self.headline_html.value = (
+            f"<div style='{WRAP}'><b>{html.escape(result.headline)}</b></div>"
+            + "".join(f"<div class='mg-note' style='color:#555; {WRAP}'>{html.escape(n)}"
+                      f"</div>" for n in result.notes))
         self._set_busy(False)
         # Last, so that a changed caption means everything above is redrawn.
         self.caption.value = (f"<div style='color:#555; font-size: 90%; {WRAP}'>"
@@ -251,6 +272,18 @@ class MemoryWidget(w.VBox if w is not None else object):
         return data
 
 
+def check_offered(explorer: MemoryExplorer, state: WidgetState,
+                  names: Any = None, where: str = "memory_widget") -> None:
+    """Every control's value is one its dropdown offers (a dropdown takes no other value);
+    else ArgumentError naming the control, the value and the closest offered name."""
+    for name, offered in explorer.choices().items():
+        value = getattr(state, name)
+        if (names is None or name in names) and value not in offered:
+            hint = did_you_mean(value, offered) if isinstance(value, str) else ""
+            raise ArgumentError(f"{where}: {name}={_short(value)} is not offered{hint}; "
+                                f"{name} is one of {', '.join(map(str, offered))}")
+
+
 def memory_widget(graph_or_model: Graph | str | Any = None, batch: int | None = None,
                   **controls: Any):
     """A widget with a toggle for every memory technique on `graph_or_model` (a Graph, a
@@ -259,6 +292,7 @@ def memory_widget(graph_or_model: Graph | str | Any = None, batch: int | None = 
     move them with `widget.set(...)` (see `MemoryWidget`)."""
     explorer = MemoryExplorer(graph_or_model, batch)
     state = explorer.initial.replace(**controls) if controls else explorer.initial
+    check_offered(explorer, state)
     if w is None:
         raise ImportError("memory_widget needs ipywidgets and matplotlib: "
                           "pip install 'minigraph[lab]'")
