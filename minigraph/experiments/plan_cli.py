@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from ..errors import MinigraphError, did_you_mean
 from ..fromtorch.zoo import TORCH_MODELS
-from ..memory.api import MemoryOptions, plan_memory
+from ..memory.api import MAX_ALIGNMENT, MAX_COLORS, MemoryOptions, plan_memory
 from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
 from ..memory.csvio import CSVError, read_plan, read_problem, write_plan
 from ..memory.inplace import merge_inplace
@@ -128,9 +128,8 @@ class Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {one_line(message)}\n")
 
 
-MAX_ALIGNMENT = 2**30       # 1 GiB: no device aligns to more; a bigger one is a typo
+# MAX_ALIGNMENT (1 GiB) and MAX_COLORS (64) are MemoryOptions' own maximums (memory/api.py).
 MAX_BATCH = 2**20           # a batch of a million is far past any lesson's or benchmark's
-MAX_COLORS = 64             # colour classes kept apart (the widget offers 1-4)
 MAX_SECONDS = 86_400.0      # a day: a longer search limit is a slip of the keyboard
 
 

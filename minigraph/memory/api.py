@@ -9,14 +9,15 @@ and the planner named by `options.planner` places one colour's buffers.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from ..errors import PlanError
+from ..errors import ArgumentTypeError, PlanError, did_you_mean
 from ..graph import Graph, as_graph, fmt_bytes
 from .buffers import Buffer, Placement, arena_size, theoretical_minimum
 from .coloring import check_coloring, tensor_colors
@@ -44,7 +45,9 @@ class MemoryOptions:
     `planner_args` are the planner's options (e.g. match_range, time_limit, seed): one it
     does not take raises PlanError. A value of the wrong type or range (alignment or
     colors < 1, an unknown order, in-place rule or coloring) raises PlanError when the
-    options are made."""
+    options are made, and so does a name that is not an option (`in_place=True`: "did you
+    mean 'inplace'?"). `alignment` is at most `MAX_ALIGNMENT` (1 GiB) and `colors` at most
+    `MAX_COLORS` (64): a bigger one is a typo, not a device."""
     inplace: bool | str = False
     planner: str = "none"
     colors: int = 1
@@ -58,7 +61,7 @@ class MemoryOptions:
         # Checked here, when the options are made, so the widget, the CLI and a lesson all
         # get the same message before any planning (a bad alignment used to become 1).
         for name in ("alignment", "colors"):
-            object.__setattr__(self, name, _count(name, getattr(self, name)))
+            object.__setattr__(self, name, _count(name, getattr(self, name), MAXIMUM[name]))
         object.__setattr__(self, "inplace", _inplace_value(self.inplace))
         check_coloring(self.coloring)
         if not isinstance(self.safe, (bool, np.bool_)):
@@ -84,12 +87,37 @@ class MemoryOptions:
     def replace(self, **kw: Any) -> MemoryOptions:
         """A copy with the named options changed (`plan_memory(g, opts, colors=2)`)."""
         d = asdict(self)
-        unknown = sorted(set(kw) - set(d))
-        if unknown:
-            raise PlanError(f"MemoryOptions has no option {', '.join(map(repr, unknown))}; "
-                            f"its options are {', '.join(d)}")
+        check_option_names(kw)
         d.update(kw)
         return MemoryOptions(**d)
+
+
+MAX_ALIGNMENT = 2**30       # 1 GiB: no device aligns to more; a bigger one is a typo
+MAX_COLORS = 64             # colour classes kept apart (the widget offers 1-4)
+MAXIMUM = {"alignment": MAX_ALIGNMENT, "colors": MAX_COLORS}
+
+
+def check_option_names(kw: Mapping[str, Any]) -> None:
+    """PlanError for the first name in `kw` that is not a field of MemoryOptions, with the
+    closest field ("in_place" -> "inplace") and the list of them."""
+    names = [f.name for f in fields(MemoryOptions)]
+    for name in kw:
+        if name not in names:
+            raise PlanError(f"MemoryOptions: no option {name!r}{did_you_mean(name, names)}; "
+                            f"its options are {', '.join(names)}")
+
+
+def _checked_init(init: Any) -> Any:
+    """The dataclass's __init__, with an unknown keyword refused by `check_option_names`
+    (a PlanError with a suggestion) instead of Python's bare TypeError."""
+    @functools.wraps(init)
+    def __init__(self: MemoryOptions, *args: Any, **kw: Any) -> None:
+        check_option_names(kw)
+        init(self, *args, **kw)
+    return __init__
+
+
+MemoryOptions.__init__ = _checked_init(MemoryOptions.__init__)   # type: ignore[method-assign]
 
 
 def _inplace_value(value: Any) -> bool | str:
@@ -102,12 +130,16 @@ def _inplace_value(value: Any) -> bool | str:
                     f"({', '.join(map(repr, INPLACE_RULES))}), not {value!r}")
 
 
-def _count(name: str, value: Any) -> int:
-    """`value` as a plain int >= 1 (np.int64(512) -> 512); a float, a bool or 0 is refused."""
+def _count(name: str, value: Any, maximum: int) -> int:
+    """`value` as a plain int 1 .. maximum (np.int64(512) -> 512); a float, a bool, 0 or
+    one above the maximum is refused."""
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise PlanError(f"MemoryOptions: {name} must be an integer, not {value!r}")
     if value < 1:
         raise PlanError(f"MemoryOptions: {name} must be >= 1, not {value}")
+    if value > maximum:
+        raise PlanError(f"MemoryOptions: {name} {int(value):,} is above the maximum "
+                        f"{maximum:,}")
     return int(value)
 
 
@@ -225,6 +257,12 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
     Which way the buffers are placed is `strategy(options)`: "joint", "safe" or "plain".
     """
     graph = as_graph(graph)                  # a model (zoo Model, TorchModel): its graph
+    if not isinstance(graph, Graph):
+        raise ArgumentTypeError(f"plan_memory: graph must be a Graph or a Model (with "
+                                f".graph), not {type(graph).__name__} {_short(graph)}")
+    if options is not None and not isinstance(options, MemoryOptions):
+        raise ArgumentTypeError(f"plan_memory: options must be a MemoryOptions, not "
+                                f"{type(options).__name__} {_short(options)}")
     options = (options or MemoryOptions()).replace(**kw) if kw else (options or MemoryOptions())
     t0 = time.perf_counter()
     how = strategy(options)
@@ -244,6 +282,12 @@ def plan_memory(graph: Graph, options: MemoryOptions | None = None, **kw: Any) -
     return MemoryReport(plan, options, theoretical_minimum(merged), live.no_reuse_bytes(),
                         seconds, live.unplanned_bytes(), max(workspace, default=0),
                         working_minimum(merged, workspace), outside_bytes(graph))
+
+
+def _short(value: object, width: int = 40) -> str:
+    """repr(value), cut to `width` characters: a message stays one line."""
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:width]}..."
 
 
 def strategy(options: MemoryOptions) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
-from ...errors import PlanError
+from ...errors import PlanError, did_you_mean
 from ..buffers import Buffer, Placement, align_up, arena_size, validate_offsets
 from ..clock import now
 
@@ -55,7 +55,9 @@ def get_planner(name: str) -> Planner:
         if name in JOINT_PLANNERS:
             raise PlanError(f"planner {name!r} chooses the schedule too: it plans a graph "
                             "(plan_memory), not a list of buffers") from None
-        raise PlanError(f"unknown planner {name!r}; known: {', '.join(sorted(PLANNERS))} "
+        raise PlanError(f"unknown planner {name!r}"
+                        f"{did_you_mean(name, [*PLANNERS, *TEXTBOOK, *JOINT_PLANNERS])}; "
+                        f"known: {', '.join(sorted(PLANNERS))} "
                         f"(and {', '.join(sorted(TEXTBOOK))})") from None
 
 
