@@ -188,6 +188,29 @@ def test_the_widget_shows_the_note_and_fits_its_cell() -> None:
     assert all(row.layout.flex_flow == "row wrap" for row in rows.children)
 
 
+# --- 3. one set of defaults: MemoryOptions(); a tool says what it switches on -------------
+
+def test_the_cli_and_the_tour_take_every_unshown_option_from_memory_options(capsys) -> None:
+    from dataclasses import fields
+
+    from minigraph import tour
+    from minigraph.experiments import plan_cli
+    default = mg.MemoryOptions()
+    parser = plan_cli.add_arguments(plan_cli.Parser(prog="minigraph plan"))
+    cli_options = plan_cli.model_options(parser.parse_args(["--model", "mlp"]))
+    shown = {"cli": ({"planner"}, cli_options), "tour": ({"planner", "inplace"},
+                                                         tour.TOUR_OPTIONS)}
+    for name, (techniques, options) in shown.items():
+        differ = {f.name for f in fields(mg.MemoryOptions)
+                  if getattr(options, f.name) != getattr(default, f.name)}
+        assert differ == techniques, (name, differ)
+    assert (cli_options.planner, tour.TOUR_OPTIONS.planner) == ("ge", "refcount")
+    assert plan_cli.main(["--model", "mlp", "--batch", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("nodes, planner ge (the default is none), order program, "
+                          "alignment 512"), first
+
+
 # --- 4. files written whole: a SIGKILL mid-write leaves the old file ----------------------
 
 N_ROWS = 60_000

@@ -92,6 +92,20 @@ class MemoryOptions:
         return MemoryOptions(**d)
 
 
+def chosen(options: MemoryOptions) -> str:
+    """The fields of `options` that differ from `MemoryOptions()`, each with its default
+    ("planner ge (the default is none), inplace True (the default is False)"), or "the
+    defaults": how a tool that switches a technique on says so in its first line."""
+    default = MemoryOptions()
+    return ", ".join(f"{f.name} {_plain(getattr(options, f.name))} (the default is "
+                     f"{_plain(getattr(default, f.name))})" for f in fields(MemoryOptions)
+                     if getattr(options, f.name) != getattr(default, f.name)) or "the defaults"
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
 MAX_ALIGNMENT = 2**30       # 1 GiB: no device aligns to more; a bigger one is a typo
 MAX_COLORS = 64             # colour classes kept apart (the widget offers 1-4)
 MAXIMUM = {"alignment": MAX_ALIGNMENT, "colors": MAX_COLORS}
