@@ -226,7 +226,4 @@ def test_no_textbook_module_imports_the_engine_room() -> None:
 
 # Known imports waiting for their move (outside this test's owner's files). The test fails
 # when one is fixed too, so the entry is removed with the fix.
-NOT_YET_MOVED = {
-    # `on_cupy` ("is the array module CuPy?") belongs in backend.py, beside resolve_device.
-    "minigraph/runtime/kernels.py imports minigraph.ops.cuda",
-}
+NOT_YET_MOVED: set[str] = set()
