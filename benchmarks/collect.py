@@ -19,28 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # minigraph from this checkout
 
+from sections import GPU_TITLES, SCRIPTS  # noqa: E402
+
 from minigraph.files import write_text  # noqa: E402
 
 HERE = Path(__file__).parent
-SCRIPTS = [
-    ("Engine speed: one SGD step against PyTorch eager (issue: foundation)",
-     ["engine_speed.py"]),
-    ("Plan quality: model x order x planner (issues: static planning 1 and 2)",
-     ["plan_quality.py"]),
-    ("Order and layout together (MODeL's ILP) against the best fixed order",
-     ["plan_order_layout.py"]),
-    ("Colouring and safe mode: bytes against parallel hazards", ["coloring.py"]),
-    ("Planning time from 1,000 to 100,000 buffers", ["plan_scaling.py"]),
-    ("DTR: overhead per heuristic and budget", ["dtr.py"]),
-    ("DTR against the authors' simulator (simrd) on the same traces",
-     ["dtr_reference.py", "--zoo"]),
-    ("DTR: the default and the portfolio against the best of simrd's four heuristics",
-     ["dtr_heuristics.py"]),
-    ("Online allocators and fragmentation", ["allocators.py"]),
-    ("PyTorch models imported with from_torch: planned bytes per technique",
-     ["from_torch.py"]),
-    ("GPU script, dry run on NumPy (no GPU was lent to this run)", ["gpu.py", "--dry-run"]),
-]
 
 
 def main() -> int:
@@ -53,7 +36,6 @@ def main() -> int:
     # A section runs from its "## <title>" line to the next script's: the scripts print
     # "##" headers of their own, which stay inside their section.
     # The GPU sections come from a lent GPU (gpu_run.sh, gpu_collect.py): kept as they are.
-    from gpu_collect import TITLES as GPU_TITLES
     titles = {f"## {t}" for t, _ in SCRIPTS} | {f"## {t}" for t in GPU_TITLES}
     sections: dict[str, str] = {}
     current: str | None = None

@@ -18,15 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # minigraph from this checkout
 
+from sections import GPU_TITLE, GPU_TITLES, SCRIPTS, TORCH_TITLE  # noqa: E402
+
 from minigraph.files import write_bytes, write_text  # noqa: E402
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "RESULTS.md"
 JSON = HERE.parent / "minigraph" / "experiments" / "gpu_results.json"
-GPU_TITLE = "GPU: minigraph on CuPy against PyTorch eager (benchmarks/gpu_run.sh)"
-TORCH_TITLE = "GPU: PyTorch models imported with from_torch, PyTorch's CUDA peak " \
-              "(benchmarks/gpu_run.sh)"
-TITLES = (GPU_TITLE, TORCH_TITLE)
+TITLES = GPU_TITLES
 
 
 def summary_line(text: str) -> str:
@@ -84,8 +83,6 @@ def drop_section(text: str, title: str) -> str:
 
 
 def _is_script_title(line: str) -> bool:
-    sys.path.insert(0, str(HERE))
-    from collect import SCRIPTS
     return line[3:] in {t for t, _ in SCRIPTS}
 
 

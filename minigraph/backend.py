@@ -23,7 +23,15 @@ def cupy_module() -> Any | None:
 
 
 def gpu_available() -> bool:
+    """True when CuPy imports and sees a CUDA device: what `resolve_device("auto")` and
+    the tests that need a GPU ask before choosing it."""
     return cupy_module() is not None
+
+
+def on_cupy(xp: Any) -> bool:
+    """True when the array module is CuPy itself (not NumPy, nor a stand-in for CuPy): a
+    kernel takes its GPU path (a fused kernel, cuBLAS) only then."""
+    return getattr(xp, "__name__", "") == "cupy"
 
 
 def resolve_device(device: str = "auto") -> str:

@@ -28,7 +28,6 @@ from .tensor import (  # noqa: F401  (building names, re-exported: `from minigra
     as_shape,
     check_same_dtype,
     constant,
-    current_role,
     input,
     make_call,
     name_scope,

@@ -55,10 +55,6 @@ def node_role(role: str) -> Iterator[None]:
         _role = saved
 
 
-def current_role() -> str:
-    return _role
-
-
 _DTYPE_KINDS = "biufc"   # bool, integers, floats, complex: what kernels compute with
 
 

@@ -33,6 +33,7 @@ from .experiments.plan_cli import progress_bar
 from .experiments.techniques import Row, technique_rows
 from .graph import Graph, fmt_bytes
 from .memory import MemoryOptions, plan_memory, schedule
+from .memory.api import chosen
 from .models import Model, get_model
 from .ops.registry import workspace_of
 from .runtime.executor import Executor
@@ -40,6 +41,9 @@ from .runtime.measure import RunStats
 
 MAX_RUN_FLOPS = 5e10   # a step above this is planned but not run (ResNet-50: 786e9)
 TOUR_MODEL = "unet"    # the planners differ on it, and it runs in about a second
+# The step is run in MemoryOptions() (the one set of defaults, docs/glossary.md) with the two
+# techniques the tour shows switched on.
+TOUR_OPTIONS = MemoryOptions().replace(planner="refcount", inplace=True)
 
 
 def _floors(rows: list[Row]) -> tuple[int, int | None]:
@@ -270,7 +274,7 @@ def tour(model: str | Model | None = None, batch: int | None = None,
     m = model if given else get_model(model or TOUR_MODEL, batch=batch, **model_kw)
     name = m.name if given else (model or TOUR_MODEL)
     g = m.graph
-    say(f"minigraph tour: {m.name} - {m.description}")
+    say(f"minigraph tour: {m.name} - {m.description}; run with {chosen(TOUR_OPTIONS)}")
     if not given:
         say(f"built in {time.perf_counter() - t0:.2f} s")
     say(graph_summary(g))
@@ -278,7 +282,7 @@ def tour(model: str | Model | None = None, batch: int | None = None,
         f"{sum(math.prod(g.tensors[p].shape) for p in m.params):,} values; "
         f"loss {m.loss}; schedule of {len(schedule(g))} steps")
 
-    plan = plan_memory(g, MemoryOptions(planner="refcount", inplace=True))
+    plan = plan_memory(g, TOUR_OPTIONS)
     flops = g.flops()
     loss, st = None, None
     opaque = opaque_nodes(g)

@@ -17,7 +17,7 @@ import pytest
 
 import minigraph as mg
 from minigraph import cli
-from minigraph.errors import ArgumentError, ArgumentTypeError, MinigraphError
+from minigraph.errors import ArgumentError, ArgumentTypeError, MinigraphError, PlanError
 from minigraph.files import atomic_open, write_text
 from minigraph.memory.buffers import Buffer
 from minigraph.memory.csvio import read_plan, write_plan, write_problem
@@ -188,6 +188,29 @@ def test_the_widget_shows_the_note_and_fits_its_cell() -> None:
     assert all(row.layout.flex_flow == "row wrap" for row in rows.children)
 
 
+# --- 3. one set of defaults: MemoryOptions(); a tool says what it switches on -------------
+
+def test_the_cli_and_the_tour_take_every_unshown_option_from_memory_options(capsys) -> None:
+    from dataclasses import fields
+
+    from minigraph import tour
+    from minigraph.experiments import plan_cli
+    default = mg.MemoryOptions()
+    parser = plan_cli.add_arguments(plan_cli.Parser(prog="minigraph plan"))
+    cli_options = plan_cli.model_options(parser.parse_args(["--model", "mlp"]))
+    shown = {"cli": ({"planner"}, cli_options), "tour": ({"planner", "inplace"},
+                                                         tour.TOUR_OPTIONS)}
+    for name, (techniques, options) in shown.items():
+        differ = {f.name for f in fields(mg.MemoryOptions)
+                  if getattr(options, f.name) != getattr(default, f.name)}
+        assert differ == techniques, (name, differ)
+    assert (cli_options.planner, tour.TOUR_OPTIONS.planner) == ("ge", "refcount")
+    assert plan_cli.main(["--model", "mlp", "--batch", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("nodes, planner ge (the default is none), order program, "
+                          "alignment 512"), first
+
+
 # --- 4. files written whole: a SIGKILL mid-write leaves the old file ----------------------
 
 N_ROWS = 60_000
@@ -309,6 +332,7 @@ def test_a_mistake_in_a_subprocess_too() -> None:
 
 def test_python_entry_points_raise_typed_one_line_errors() -> None:
     from minigraph.viz.explorer import MemoryExplorer
+    small = mg.models.get_model("mlp", batch=1).graph
     cases = [
         (lambda: mg.memory_widget("nope"), ArgumentError, "graph_or_model: unknown model 'nope'"),
         (lambda: mg.memory_widget("resnt"), ArgumentError, "did you mean 'resnet'"),
@@ -317,6 +341,21 @@ def test_python_entry_points_raise_typed_one_line_errors() -> None:
         (lambda: mg.memory_widget("mlp", batch=3), ArgumentError, "batch=3 is not offered"),
         (lambda: mg.memory_widget("mlp", planner="gee"), ArgumentError,
          "did you mean 'ge'"),
+        (lambda: mg.MemoryOptions(in_place=True), PlanError,
+         "MemoryOptions: no option 'in_place' (did you mean 'inplace'?); its options are "
+         "inplace, planner"),
+        (lambda: mg.MemoryOptions().replace(planer="ge"), PlanError,
+         "no option 'planer' (did you mean 'planner'?)"),
+        (lambda: mg.plan_memory(small, in_place=True), PlanError, "did you mean 'inplace'"),
+        (lambda: mg.plan_memory("g"), ArgumentTypeError,
+         "plan_memory: graph must be a Graph or a Model (with .graph), not str 'g'"),
+        (lambda: mg.plan_memory(small, {"planner": "ge"}), ArgumentTypeError,
+         "plan_memory: options must be a MemoryOptions, not dict {'planner': 'ge'}"),
+        (lambda: mg.MemoryOptions(alignment=10**20), PlanError,
+         "alignment 100,000,000,000,000,000,000 is above the maximum 1,073,741,824"),
+        (lambda: mg.MemoryOptions(colors=65), PlanError, "colors 65 is above the maximum 64"),
+        (lambda: mg.plan_memory(small, planner="bestfi"), PlanError,
+         "unknown planner 'bestfi' (did you mean 'bestfit'?)"),
     ]
     for call, kind, words in cases:
         with pytest.raises(kind) as e:
@@ -325,6 +364,10 @@ def test_python_entry_points_raise_typed_one_line_errors() -> None:
         assert "\n" not in str(e.value)
     with pytest.raises(TypeError):          # still a TypeError for code that caught one
         MemoryExplorer(42)
+    assert mg.MemoryOptions(alignment=2**30, colors=64).alignment == 2**30   # the maximums
+    from minigraph.experiments import plan_cli
+    from minigraph.memory import api
+    assert (plan_cli.MAX_ALIGNMENT, plan_cli.MAX_COLORS) == (api.MAX_ALIGNMENT, api.MAX_COLORS)
     pytest.importorskip("ipywidgets")
     w = mg.memory_widget("mlp", batch=1)
     with pytest.raises(ArgumentError, match=r"MemoryWidget.set: planner='gee' is not "

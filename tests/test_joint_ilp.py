@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from fake_clock import ticking, within
 from graphgen import bytes_equal, feeds_for, random_graph
 
 import minigraph as mg
@@ -86,8 +85,8 @@ def test_matches_the_best_of_every_topological_order_on_tiny_random_graphs(seed)
     g = random_graph(seed, n_ops=5)
     orders = _all_orders(g)
     assert len(orders) > 1
-    best = min(plan_buffers(liveness(g, o, 1).buffers(), "ilp", 1, time_limit=10.0)[1]
-               .arena_bytes for o in orders)
+    best = min(plan_buffers(liveness(g, o, 1).buffers(), "ilp", 1, time_limit=600.0,
+                            node_limit=20_000)[1].arena_bytes for o in orders)
     jp = plan_joint(g, alignment=1, time_limit=30.0)
     assert jp.note.startswith("optimal") and jp.arena_bytes == best == jp.bound
 
@@ -149,9 +148,9 @@ def test_the_time_limit_covers_the_whole_call_and_the_gap_is_reported():
     import scipy.optimize  # noqa: F401  (its first import, about a second, is not measured)
     g = examples.mlp_training(depth=3, width=8, batch=2)
     assert len(g.nodes) == 30
-    t0 = time.perf_counter()
-    jp = plan_joint(g, alignment=512, time_limit=0.5)
-    assert time.perf_counter() - t0 < 0.5 + 1.5       # 1.5 s: the last step on a busy machine
+    with ticking() as clock:
+        jp = plan_joint(g, alignment=512, time_limit=0.5)
+    assert within(clock, 0.5), clock.t
     assert jp.bound <= jp.arena_bytes <= jp.fixed_arena
     if jp.arena_bytes > jp.bound:
         gap = 100.0 * (jp.arena_bytes - jp.bound) / jp.arena_bytes

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -88,10 +87,8 @@ def test_a_slow_cell_is_not_a_failure_but_a_hanging_notebook_is(tmp_path,
                                                                   run_notebook) -> None:
     nbclient = pytest.importorskip("nbclient")
     slow = _notebook(tmp_path, "slow", "import time", "time.sleep(3)\nprint('done')")
-    nb, seconds = run_notebook(slow, limit=120)
-    assert "done" in _printed(nb) and seconds >= 3
+    nb, _ = run_notebook(slow, limit=120)
+    assert "done" in _printed(nb)               # a 3 s cell under a 120 s limit finishes
     hangs = _notebook(tmp_path, "hangs", "import time", "time.sleep(600)")
-    t0 = time.perf_counter()
     with pytest.raises(nbclient.exceptions.CellTimeoutError):
-        run_notebook(hangs, limit=8)
-    assert time.perf_counter() - t0 < 120
+        run_notebook(hangs, limit=8)            # the limit, not the 600 s sleep, ends it

@@ -127,3 +127,13 @@ def test_refcount_refuses_a_bad_match_range_and_names_it(bad):
     from minigraph.memory.planners import plan_buffers
     with pytest.raises(PlanError, match=f"match_range must be an integer >= 0, not {bad!r}"):
         plan_buffers(ge_worked_example(), "refcount", 1, match_range=bad)
+
+
+def test_plan_memory_places_by_one_of_three_strategies():
+    from minigraph.memory.api import PLACE, MemoryOptions, strategy
+    assert set(PLACE) == {"plain", "safe", "joint"}
+    assert strategy(MemoryOptions()) == "plain"
+    assert strategy(MemoryOptions(planner="bestfit", safe=True)) == "safe"
+    assert strategy(MemoryOptions(planner="model-ilp")) == "joint"
+    with pytest.raises(PlanError, match="safe=True cannot be combined with joint planner"):
+        strategy(MemoryOptions(planner="model-ilp", safe=True))

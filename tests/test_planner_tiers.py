@@ -1,9 +1,10 @@
 """Two tiers, one answer: each planner of the engine room gives the offsets of its textbook
-twin (docs: DESIGN.md, "Two tiers: the textbook and the engine room").
+twin (docs/ARCHITECTURE.md, "Two tiers: the textbook and the engine room").
 
-The textbook modules (greedy.py, bestfit.py, ge.py) are what a lesson points at; the
-registry's plain names run the engine room's versions (planners/engine/), which call the
-same loops with faster structures behind the same methods. For each family of problems -
+The textbook modules (greedy.py, bestfit.py, ge.py, anneal.py, ilp.py) are what a lesson
+points at; the registry's plain names run the engine room's versions (planners/engine/),
+which call the same loops with faster structures behind the same methods, and (anneal,
+ilp) a time limit around them. For each family of problems -
 random, hard (a guillotine tiling), realistic (a training step's lifetimes) and challenging
 (a tiling with obstructions) - 200 random problems of 5 to 120 buffers get the same offsets
 from both tiers, with each of the engine's structures forced in turn (on problems this
@@ -141,15 +142,42 @@ def test_ge_level_2_finds_the_same_lowest_offset_with_every_index(family, holes,
 # --- the registry: a student asks for the textbook version by name -------------------------
 
 PLAIN = {"greedy-size": [{}, {"fit": "best"}], "bestfit": [{}], "ge": [{}, {"holes": False}]}
+# The searching planners: the engine's takes a budget its textbook twin does not (anneal: a
+# time limit beside the moves; ilp: the solver's node limit beside the time limit).
+SEARCHING = {"anneal": {"time_limit"}, "ilp": {"node_limit"}}
 
 
 def test_each_fast_planner_has_a_textbook_name_with_the_same_options():
-    assert set(TEXTBOOK) == {f"{name}:textbook" for name in PLAIN}
-    for name in PLAIN:
+    assert set(TEXTBOOK) == {f"{name}:textbook" for name in [*PLAIN, *SEARCHING]}
+    for name in [*PLAIN, *SEARCHING]:
         textbook = f"{name}:textbook"
         assert textbook not in PLANNERS      # a table of every planner shows it once
-        assert planner_options(textbook) == planner_options(name)
+        extra = SEARCHING.get(name, set())
+        assert set(planner_options(textbook)) | extra == set(planner_options(name))
         assert get_planner(textbook) is not get_planner(name)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("start", ["best", "greedy-size", "bestfit"])
+def test_anneal_without_a_time_limit_makes_the_textbooks_moves(family, start):
+    """The engine's "anneal" with a count of moves and no time limit: the textbook's
+    loop, from the same start, the same offsets and the same note."""
+    for k, bufs in enumerate(problems(family)[:12]):
+        options = {"iterations": 60 + 10 * k, "seed": k, "start": start}
+        fast = plan_buffers(bufs, "anneal", 1, **options)[1]
+        plain = plan_buffers(bufs, "anneal:textbook", 1, **options)[1]
+        assert plain.offsets == fast.offsets and plain.note == fast.note
+
+
+def test_the_ilp_wrapper_finds_the_textbooks_arena_where_both_prove_it():
+    """Where both finish (small problems, proved optimal), the engine's "ilp" and the
+    textbook's model solved once give one arena; the engine's note adds the pairs."""
+    for family in ("hard", "challenging"):
+        for bufs in [p for p in problems(family) if len(p) <= 24][:3]:
+            fast = plan_buffers(bufs, "ilp", 1, time_limit=30.0)[1]
+            plain = plan_buffers(bufs, "ilp:textbook", 1, time_limit=30.0)[1]
+            assert fast.note.startswith("optimal") and plain.note.startswith("optimal")
+            assert plain.arena_bytes == fast.arena_bytes
 
 
 @pytest.mark.parametrize("name", PLAIN)

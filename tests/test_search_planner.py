@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from fake_clock import ticking, within
 from graphgen import bytes_equal
 
 import minigraph as mg
@@ -83,13 +82,11 @@ def test_small_guillotine_tilings_are_solved_exactly(n, capacity, steps):
         assert "optimal" in placed.note
 
 
-def test_guillotine_tilings_of_200_buffers_reach_the_optimum_in_a_second():
+def test_guillotine_tilings_of_200_buffers_reach_the_optimum_within_a_node_budget():
     for seed in range(3):
         bufs = hard_instance(200, 1 << 20, 400, seed)
-        t0 = time.perf_counter()
-        size, placed = run(bufs, time_limit=5.0)
+        size, placed = run(bufs, time_limit=None, node_limit=200_000)
         assert size == 1 << 20, placed.note
-        assert time.perf_counter() - t0 < 2.0
 
 
 def test_an_exhausted_search_proves_the_minimum_has_no_plan():
@@ -130,9 +127,9 @@ def test_node_limit_makes_the_result_a_function_of_the_input():
 
 def test_time_limit_is_respected_and_reported():
     bufs = hard_instance(400, 1 << 20, 800, seed=0)      # no tiling found within a second
-    t0 = time.perf_counter()
-    size, placed = run(bufs, time_limit=0.3)
-    assert time.perf_counter() - t0 < 0.3 + 2.0   # heuristics, set-up, last node; busy CI
+    with ticking() as clock:
+        size, placed = run(bufs, time_limit=0.3)
+    assert within(clock, 0.3), (clock.t, placed.note)
     if "optimal" not in placed.note:
         assert "time limit reached" in placed.note
 
@@ -173,7 +170,7 @@ def test_the_transformer_is_planned_within_one_percent_of_its_minimum(order):
     from minigraph.memory import liveness, schedule
     g = models.get_model("transformer").graph
     bufs = liveness(g, schedule(g, order), 512).buffers()
-    size, placed = run(bufs, 512, time_limit=2.0)
+    size, placed = run(bufs, 512, time_limit=None, node_limit=20_000)
     assert size <= 1.01 * theoretical_minimum(bufs), placed.note
 
 
@@ -216,9 +213,7 @@ def test_identical_buffers_are_placed_in_index_order():
 def test_a_start_that_meets_the_minimum_is_returned_without_building_the_search():
     # 3000 buffers all alive together: the search's tables would hold 4.5 million pairs.
     bufs = [Buffer(i, i, 6000 - i, 4) for i in range(3000)]
-    t0 = time.perf_counter()
     placed = plan_search(bufs, time_limit=None)
-    assert time.perf_counter() - t0 < 5.0
     assert placed.arena_bytes == theoretical_minimum(bufs)
     assert "optimal (meets the theoretical minimum); 0 nodes" in placed.note
 
@@ -248,13 +243,13 @@ def test_a_problem_too_big_for_the_time_left_repairs_the_start_plan_and_says_so(
     rate = search.TABLE_ENTRIES_PER_SECOND
     search.TABLE_ENTRIES_PER_SECOND = 1        # as if the tables were built very slowly
     try:
-        t0 = time.perf_counter()
-        placed = plan_search(bufs, time_limit=3.0)
+        with ticking() as clock:
+            placed = plan_search(bufs, time_limit=3.0)
     finally:
         search.TABLE_ENTRIES_PER_SECOND = rate
-    assert time.perf_counter() - t0 < 3.0 + 1.0
+    assert within(clock, 3.0), (clock.t, placed.note)
     assert "plan repaired" in placed.note and "the search's tables would hold" in placed.note
-    assert "within" in placed.note and "of a proved bound" in placed.note
+    assert "within" in placed.note and "of max-live" in placed.note
     validate_offsets(bufs, placed.offsets)
     bestfit = plan_buffers(bufs, "bestfit", 1)[1].arena_bytes
     assert placed.arena_bytes <= bestfit
@@ -263,8 +258,9 @@ def test_a_problem_too_big_for_the_time_left_repairs_the_start_plan_and_says_so(
 def test_at_scale_a_start_at_the_minimum_is_returned_at_once():
     from minigraph.memory.instances import realistic_buffers
     bufs = realistic_buffers(6000, seed=1)
-    for name in ("search", "anneal"):
-        aligned, placed = plan_buffers(bufs, name, 1, time_limit=20.0)
+    for name, budget in (("search", {"time_limit": None, "node_limit": 1000}),
+                         ("anneal", {"iterations": 100})):
+        aligned, placed = plan_buffers(bufs, name, 1, **budget)
         assert placed.arena_bytes == theoretical_minimum(bufs), placed.note
         assert "optimal" in placed.note, placed.note
         assert "0 moves" in placed.note or "0 nodes" in placed.note

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from ..errors import MinigraphError, did_you_mean
 from ..fromtorch.zoo import TORCH_MODELS
-from ..memory.api import MemoryOptions, plan_memory
+from ..memory.api import MAX_ALIGNMENT, MAX_COLORS, MemoryOptions, chosen, plan_memory
 from ..memory.buffers import arena_size, theoretical_minimum, validate_offsets
 from ..memory.csvio import CSVError, read_plan, read_problem, write_plan
 from ..memory.inplace import merge_inplace
@@ -128,9 +128,8 @@ class Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {one_line(message)}\n")
 
 
-MAX_ALIGNMENT = 2**30       # 1 GiB: no device aligns to more; a bigger one is a typo
+# MAX_ALIGNMENT (1 GiB) and MAX_COLORS (64) are MemoryOptions' own maximums (memory/api.py).
 MAX_BATCH = 2**20           # a batch of a million is far past any lesson's or benchmark's
-MAX_COLORS = 64             # colour classes kept apart (the widget offers 1-4)
 MAX_SECONDS = 86_400.0      # a day: a longer search limit is a slip of the keyboard
 
 
@@ -199,14 +198,16 @@ def zoo_model(text: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("file", nargs="?", metavar="FILE.csv",
                         help="buffer problem: id,lower,upper,size (lifetime [lower, upper))")
-    parser.add_argument("--planner", default="ge",
+    parser.add_argument("--planner", default=CLI_PLANNER,
                         help="planner name (none, refcount, ge-max, ge-binary, ge-hybrid, ge, "
-                        "greedy-size, bestfit, anneal, ilp, ...); default ge")
+                        f"greedy-size, bestfit, anneal, ilp, ...); default {CLI_PLANNER} (the "
+                        f"one technique the command shows; MemoryOptions' default is "
+                        f"{DEFAULTS.planner})")
     parser.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                         help="seconds for the search planners (ilp, anneal)")
     parser.add_argument("--alignment", type=alignment, default=None, metavar="N",
                         help="round sizes up to N bytes, at most 2**30 (default 1 for CSV, "
-                        "512 for models)")
+                        f"{DEFAULTS.alignment} for models, as MemoryOptions)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (anneal)")
     parser.add_argument("-o", "--output", metavar="PLAN.csv",
                         help="write the plan as id,lower,upper,size,offset")
@@ -216,8 +217,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--model", type=zoo_model, metavar="NAME",
                         help=f"plan a zoo model's training graph ({', '.join(MODELS)})")
     parser.add_argument("--batch", type=batch_size, default=32, help="batch size for --model")
-    parser.add_argument("--order", default="program", choices=sorted(ORDERS), metavar="ORDER",
-                        help=f"schedule for --model ({', '.join(sorted(ORDERS))})")
+    parser.add_argument("--order", default=None, choices=sorted(ORDERS), metavar="ORDER",
+                        help=f"schedule for --model ({', '.join(sorted(ORDERS))}); default "
+                        f"{DEFAULTS.order}")
     # The graph's own switches (MemoryOptions): they need a graph, so only with --model.
     parser.add_argument("--inplace", default=None, choices=INPLACE_RULES,
                         help="in-place rule for --model: off, last-reader (nnvm's rule) or "
@@ -235,11 +237,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 INPLACE_RULES = ("off", "last-reader", "strict")
 COLORINGS = ("bytes", "nnvm")
 GRAPH_SWITCHES = ("inplace", "colors", "coloring", "safe")
+# The one set of defaults is MemoryOptions() (docs/glossary.md "defaults"): the command
+# takes every field from it but the planner, the technique it shows.
+DEFAULTS = MemoryOptions()
+CLI_PLANNER = "ge"
 
 
 def _graph_switches(args: argparse.Namespace) -> dict:
     """The MemoryOptions fields given on the command line (off -> inplace=False)."""
-    given = {k: getattr(args, k, None) for k in GRAPH_SWITCHES}
+    given = {k: getattr(args, k, None) for k in (*GRAPH_SWITCHES, "order", "alignment")}
     given = {k: v for k, v in given.items() if v is not None}
     if "inplace" in given:
         given["inplace"] = {"off": False, "last-reader": True}.get(given["inplace"],
@@ -335,18 +341,23 @@ def _plan_csv(args: argparse.Namespace) -> int:
     return 0
 
 
+def model_options(args: argparse.Namespace) -> MemoryOptions:
+    """`MemoryOptions()` with the planner and the switches given on the command line: no
+    default of its own but the planner's (CLI_PLANNER)."""
+    return DEFAULTS.replace(planner=args.planner, planner_args=_planner_args(args),
+                            **_graph_switches(args))
+
+
 def _plan_model(args: argparse.Namespace) -> int:
     graph = get_model(args.model, batch=args.batch).graph
-    switches = _graph_switches(args)
-    options = MemoryOptions(planner=args.planner, order=args.order,
-                            alignment=512 if args.alignment is None else args.alignment,
-                            planner_args=_planner_args(args), **switches)
+    options = model_options(args)
     with ticking(f"{args.planner} on {args.model}",
                  _budget(args.planner, options.planner_args)):
         report = plan_memory(graph, options)
-    extra = "".join(f", {k} {getattr(args, k)}" for k in switches)
-    print(f"{args.model} (batch {args.batch}): {len(graph.nodes)} nodes, planner "
-          f"{args.planner}, order {args.order}, alignment {options.alignment}{extra}")
+    rest = "".join(f", {k} {getattr(options, k)}" for k in ("order", "alignment")
+                   if getattr(options, k) == getattr(DEFAULTS, k))
+    print(f"{args.model} (batch {args.batch}): {len(graph.nodes)} nodes, "
+          f"{chosen(options)}{rest}")
     _report(len(report.plan.offsets), report.theoretical_minimum, report.arena_bytes,
             report.seconds, report.plan.note, no_reuse=report.no_reuse_bytes)
     # the same plan in the one counting of every technique (memory/footprint.py)

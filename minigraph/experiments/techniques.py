@@ -331,5 +331,5 @@ def technique_rows(graph: Graph, time_limit: float = 0.5, ilp_max_buffers: int =
         try:
             row.report = plan_memory(graph, row.options)
         except Exception as e:  # a planner that fails is reported, not fatal
-            row.note = f"failed: {type(e).__name__}: {e}"[:100]
+            row.note = f"failed: {type(e).__name__}: {e}"     # whole: the tour wraps it
     return rows

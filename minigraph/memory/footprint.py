@@ -49,8 +49,6 @@ from ..ops.registry import workspace_of
 from .buffers import Buffer, align_up, live_bytes_per_step
 from .liveness import PLANNED_KINDS
 
-QUANTITIES = ("arena", "workspace", "outside", "working", "total")
-
 
 @dataclass(frozen=True)
 class Footprint:

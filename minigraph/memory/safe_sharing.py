@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PlanError
 from ..graph import Graph
 from .buffers import Buffer, Placement
+from .clock import now
 from .coloring import producers
 from .liveness import Liveness
 from .plan import MemoryPlan
@@ -126,7 +126,7 @@ def safe_placement(graph: Graph, live: Liveness, buffers: Sequence[Buffer],
     construction, and `stretch_rounds`, which plans and stretches until no hazard is
     left. Returns the buffers planned and the placement; a `time_limit` covers both."""
     limit = options.get("time_limit")
-    stop = None if limit is None else time.perf_counter() + limit
+    stop = None if limit is None else now() + limit
     split = safe_classes(graph, live, buffers, group)
     first = options if stop is None else {**options, "time_limit": limit / 3}
     _, by_class = plan_buffers(split, planner, alignment, **first)
@@ -147,18 +147,18 @@ def stretch_rounds(graph: Graph, live: Liveness, buffers: Sequence[Buffer],
     bytes unsafely and stretches a's buffer to b's birth, so the two overlap in time and
     no planner may share them again. After `SAFE_ROUNDS` rounds (or once half the time
     left at `stop` is spent) every buffer is stretched to `safe_ends`, the proven bound."""
-    left = None if stop is None else stop - time.perf_counter()
+    left = None if stop is None else stop - now()
     ends = {b.id: b.end for b in buffers}
     starts = {name: live.intervals[name].start for name in group}
     for rounds in range(1, SAFE_ROUNDS + 2):
         proven = rounds > SAFE_ROUNDS or (stop is not None and
-                                          stop - time.perf_counter() < left / 2)
+                                          stop - now() < left / 2)
         if proven:
             for name, end in safe_ends(graph, live).items():
                 ends[group[name]] = max(ends[group[name]], end)
         stretched = [dataclasses.replace(b, end=ends[b.id]) for b in buffers]
         if stop is not None:
-            options = {**options, "time_limit": max((stop - time.perf_counter()) /
+            options = {**options, "time_limit": max((stop - now()) /
                                                     (1 if proven else 2), 1e-3)}
         _, placement = plan_buffers(stretched, planner, alignment, **options)
         offsets = {name: placement.offsets[gid] for name, gid in group.items()}

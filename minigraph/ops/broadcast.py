@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..backend import on_cupy
 from ..graph import Tensor
 from . import cuda_rows
-from .cuda import on_cupy
 from .registry import apply1, defop, itemsize, numel, shape_error
 
 # --- sum_to: the adjoint of broadcasting -------------------------------------------------------
@@ -85,6 +85,9 @@ defop("broadcast_to", infer=_bcast_infer, forward=_bcast_fw, grad=_bcast_grad,
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """x repeated to `shape` by NumPy's broadcasting rules (x's shape its suffix, size-1
+    axes stretched); the same shape returns x itself. Gradient: dy summed back to x's
+    shape (sum_to)."""
     shape = tuple(int(s) for s in shape)
     if x.shape == shape:
         return x

@@ -22,13 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import on_cupy
+
 # cudaDataType values (library_types.h): the element type of a cuBLAS operand.
 _CUDA_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}
-
-
-def on_cupy(xp: Any) -> bool:
-    """True when the array module is CuPy itself (not NumPy, nor a stand-in for CuPy)."""
-    return getattr(xp, "__name__", "") == "cupy"
 
 
 def matmul_into(xp: Any, a: Any, b: Any, out: Any, ta: bool = False,

@@ -14,12 +14,12 @@ from numbers import Number
 
 import numpy as np
 
+from ..backend import on_cupy
 from ..errors import DTypeError
 from ..graph import Tensor, check_same_dtype, constant
 from .broadcast import sum_to
 from .cuda import gelu as gelu_kernel
 from .cuda import gelu_grad as gelu_grad_kernel
-from .cuda import on_cupy
 from .registry import apply1, defop, itemsize, no_workspace, numel, shape_error
 
 
@@ -342,6 +342,9 @@ def _is_num(v) -> bool:
 
 
 def add(a, b) -> Tensor:
+    """a + b, broadcast (NumPy's rules); a number on either side is folded into the
+    op (add_scalar) instead of becoming a constant tensor. Gradient: dy to each side, summed
+    back to its shape (sum_to)."""
     if _is_num(b):
         return add_scalar(a, b)
     if _is_num(a):
@@ -350,6 +353,8 @@ def add(a, b) -> Tensor:
 
 
 def sub(a, b) -> Tensor:
+    """a - b, broadcast; a number on either side is folded into the op. Gradient: dy and
+    -dy, each summed back to its side's shape."""
     if _is_num(b):
         return add_scalar(a, -b)
     if _is_num(a):
@@ -358,6 +363,8 @@ def sub(a, b) -> Tensor:
 
 
 def mul(a, b) -> Tensor:
+    """a * b elementwise, broadcast; a number on either side is folded into the op
+    (mul_scalar). Gradient: dy * b and dy * a, summed back to each side's shape."""
     if _is_num(b):
         return mul_scalar(a, b)
     if _is_num(a):
@@ -366,6 +373,8 @@ def mul(a, b) -> Tensor:
 
 
 def div(a, b) -> Tensor:
+    """a / b elementwise, broadcast; dividing by a number multiplies by its reciprocal.
+    Gradient: dy / b and -dy * a / b**2, summed back to each side's shape."""
     if _is_num(b):
         return mul_scalar(a, 1.0 / b)
     if _is_num(a):
@@ -378,38 +387,55 @@ def _t(v) -> Tensor:
 
 
 def neg(x: Tensor) -> Tensor:
+    """-x. It may write over x (in-place: the output takes the input's bytes)."""
     return apply1("neg", [x])
 
 
 def pow(x: Tensor, p: float) -> Tensor:  # noqa: A001
+    """x ** p for a constant number p (a tensor exponent is refused). Gradient:
+    p * x ** (p - 1) * dy."""
     if not _is_num(p):
         raise TypeError(f"pow({x.name}, ...): the exponent must be a constant number")
     return apply1("pow", [x], {"p": float(p)})
 
 
 def exp(x: Tensor) -> Tensor:
+    """e ** x elementwise, on floats. Its gradient reads its own output (dy * y), so y
+    stays alive until the backward pass uses it."""
     return apply1("exp", [x])
 
 
 def log(x: Tensor) -> Tensor:
+    """The natural logarithm of x, on floats (x <= 0 gives -inf or nan, as NumPy does).
+    Gradient: dy / x."""
     return apply1("log", [x])
 
 
 def sqrt(x: Tensor) -> Tensor:
+    """The square root of x, on floats. Gradient: dy / (2 * y), from its output."""
     return apply1("sqrt", [x])
 
 
 def relu(x: Tensor) -> Tensor:
+    """max(x, 0). It may go in-place; its gradient (dy where y > 0) reads the output, so
+    the output, not the input, stays alive for the backward pass."""
     return apply1("relu", [x])
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + e ** -x), on floats. Gradient dy * y * (1 - y), from its output: it may
+    go in-place."""
     return apply1("sigmoid", [x])
 
 
 def tanh(x: Tensor) -> Tensor:
+    """The hyperbolic tangent of x, on floats. Gradient dy * (1 - y**2), from its output:
+    it may go in-place."""
     return apply1("tanh", [x])
 
 
 def gelu(x: Tensor) -> Tensor:
+    """GELU, x * Phi(x), in the tanh approximation GPT-2 uses:
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))) [Hendrycks 2016]. On NumPy its forward
+    takes one scratch array (workspace; on CuPy one fused kernel); its gradient reads x."""
     return apply1("gelu", [x])

@@ -64,6 +64,8 @@ def logical(x: Tensor, op: str, y: Tensor) -> Tensor:
 
 
 def logical_not(x: Tensor) -> Tensor:
+    """not x, elementwise (nonzero counts as true); bools. No gradient: a mask is not
+    differentiated."""
     return apply1("logical_not", [x])
 
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..backend import on_cupy
 from ..graph import Tensor
 from . import cuda_rows
 from .broadcast import broadcast_to
-from .cuda import on_cupy
 from .elementwise import mul_scalar
 from .registry import apply1, defop, numel, shape_error
 
@@ -84,10 +84,15 @@ defop("mean", infer=_reduce_infer("mean"), forward=_reduce_fw("mean"), grad=_mea
 
 
 def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """x summed over `axis` (an int, a tuple of ints, or None: every axis; negative
+    counts from the end), the axes kept with size 1 when `keepdims`. Gradient: dy
+    broadcast back to x's shape."""
     return apply1("sum", [x], {"axes": _norm_axes("sum", x, axis), "keepdims": bool(keepdims)})
 
 
 def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """x averaged over `axis` (as `sum`): the sum times 1/n. Axes that hold no elements
+    are refused (their mean is undefined) with a ShapeError."""
     axes = _norm_axes("mean", x, axis)
     if 0 in (x.shape[a] for a in axes):
         raise shape_error("mean", [x], f"axes {list(axes)} hold no elements: their mean is "
@@ -133,6 +138,8 @@ defop("reshape", infer=_reshape_infer, forward=_reshape_fw,
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """x with a new shape of the same number of elements (one -1 is inferred). The same
+    shape returns x itself; it may go in-place, and then it copies nothing."""
     shape = tuple(int(s) for s in shape)
     if x.shape == shape:
         return x

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..backend import on_cupy
 from ..errors import GraphError
 from ..graph import Node
-from ..ops.cuda import on_cupy
 from ..ops.opaque import OpaqueOpError
 from ..ops.registry import KernelContext, get_op
 

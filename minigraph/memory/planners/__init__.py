@@ -9,22 +9,25 @@ regions, validation), and a planner places the buffers of one colour.
 `PLANNERS` is a plain dict, name -> function; each planner module fills it with
 `@register(name)` and is imported at the bottom of this file.
 
-The modules here are the textbook, one technique each; `engine/` is the engine room: the
-same loops with fast indexes, deadlines, the exact search. "greedy-size", "bestfit" and "ge"
-run the engine's; "<name>:textbook" (in `TEXTBOOK`, so a table of every planner shows each
-technique once) the plain one, with the same offsets (tests/test_planner_tiers.py).
+The modules here are the textbook, one technique each, and import nothing of `engine/`,
+the engine room: the same loops with fast indexes and time limits, and the exact search.
+The engine registers itself when `memory.api` imports it. "greedy-size", "bestfit", "ge",
+"anneal" and "ilp" run the engine's; "<name>:textbook" (in `TEXTBOOK`, so a table of every
+planner shows each technique once) the plain one, with the same plans
+(tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
 
 import inspect
-import time
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
-from ...errors import PlanError
+from ...errors import PlanError, did_you_mean
 from ..buffers import Buffer, Placement, align_up, arena_size, validate_offsets
-from .engine.budget import positive_finite
+from ..clock import now
 
 Planner = Callable[..., Placement]
 PLANNERS: dict[str, Planner] = {}
@@ -52,7 +55,9 @@ def get_planner(name: str) -> Planner:
         if name in JOINT_PLANNERS:
             raise PlanError(f"planner {name!r} chooses the schedule too: it plans a graph "
                             "(plan_memory), not a list of buffers") from None
-        raise PlanError(f"unknown planner {name!r}; known: {', '.join(sorted(PLANNERS))} "
+        raise PlanError(f"unknown planner {name!r}"
+                        f"{did_you_mean(name, [*PLANNERS, *TEXTBOOK, *JOINT_PLANNERS])}; "
+                        f"known: {', '.join(sorted(PLANNERS))} "
                         f"(and {', '.join(sorted(TEXTBOOK))})") from None
 
 
@@ -121,13 +126,13 @@ def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignm
     notes, blocks, base = [], [], 0
     colours = sorted({b.color for b in aligned})
     if len(colours) == 1 and end is not None and \
-            options["time_limit"] - (end - time.perf_counter()) < 0.01 * options["time_limit"]:
+            options["time_limit"] - (end - now()) < 0.01 * options["time_limit"]:
         end = None                    # one colour and little to keep: the limit as given
     for k, colour in enumerate(colours):
         part = [b for b in aligned if b.color == colour]
         start = base                  # this colour's region begins above the ones before
         if end is not None:           # the colours left share the time left
-            share = (end - time.perf_counter()) / (len(colours) - k)
+            share = (end - now()) / (len(colours) - k)
             options = {**options, "time_limit": max(share, MIN_SHARE)}
         placed = fn(part, **options)
         if set(placed.offsets) != {b.id for b in part}:
@@ -156,22 +161,20 @@ CHECK_SECONDS_PER_BUFFER = 1e-5
 MIN_SHARE = 1e-3                # the least time a colour's planner is given
 
 
+def positive_finite(x: object) -> bool:
+    """A real number (not a bool) above 0 and below infinity."""
+    return isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
 def _planning_ends(time_limit: Any, n: int) -> float | None:
-    """When the planners must be done (a `time.perf_counter()` value), for a usable
+    """When the planners must be done (a `planning clock's `now()` value), for a usable
     `time_limit`; None without one (or for a bad one, which the planner refuses)."""
     if not positive_finite(time_limit):
         return None
     keep = min(CHECK_SECONDS_PER_BUFFER * n, time_limit / 2)
-    return time.perf_counter() + time_limit - keep
+    return now() + time_limit - keep
 
 
-# The planner modules; importing each one registers its planners. The textbook first, then
-# the engine room (which runs the textbook's loops).
-from . import anneal, basic, bestfit, ge, greedy, ilp, joint  # noqa: E402,F401,I001
-from .engine import heuristics, search  # noqa: E402,F401,I001
-
-# The order of every menu and table of planners (the widget, the tour, lesson 00); the
-# imports above register them in another.
-for _name in ("greedy-size", "bestfit", "anneal", "none", "refcount", "ge-max", "ge-binary",
-              "ge-hybrid", "ge", "ilp", "search"):
-    PLANNERS[_name] = PLANNERS.pop(_name)
+# The textbook's planner modules; importing each one registers its planners. The engine
+# room's registers itself (`engine/__init__.py`), imported by `memory.api`.
+from . import anneal, basic, bestfit, ge, greedy, ilp  # noqa: E402,F401,I001

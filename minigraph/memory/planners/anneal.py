@@ -4,42 +4,45 @@ A plan is *decoded* from an order of the buffers: each, in turn, takes the lowes
 that is free over its whole lifetime among those placed before it (the greedy placer of
 "greedy-size"). The search changes the order - swap two buffers, or move one - decodes,
 and keeps the change if the arena shrinks, or with probability exp(-worse / T) if it
-grows, T cooling geometrically. It starts from the better of two heuristic plans:
-greedy-size's order (largest first), whose decode *is* greedy-size's plan, or bestfit's
-plan read as an order by offset, whose decode is no higher anywhere (`offset_order`).
-It returns the best plan seen, so it is never worse than the plan it started from.
+grows, T cooling geometrically. Read in this order:
 
-Only the buffers after the first changed position need decoding again; each one looks at
-its time-overlapping neighbours (precomputed), not at every buffer.
+1. `overlap_lists`: for each buffer, the buffers alive at a common step with it; a
+   decode looks only at those, not at every buffer.
+2. `Decoding`: an order and its decoded offsets. After a change at position p only the
+   buffers from p on are decoded again.
+3. `start_order`: the first order, the best of three heuristic plans: greedy-size's order
+   (largest first), whose decode *is* greedy-size's plan, or bestfit's or GE's plan read
+   as an order by offset, whose decode is no higher anywhere (`offset_order`).
+4. `anneal`: the loop. It returns the best plan seen, so never one worse than its start.
+
+This file is registered as "anneal:textbook", `iterations` moves and nothing else. The
+registry's "anneal" (`engine/anneal.py`) runs this very loop with a time limit beside the
+moves: it passes `stop` and `progress` in, and starts from the engine's fast heuristics;
+with no time limit it returns the same plan (tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
 
 import math
 import random
-import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from numbers import Real
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, theoretical_minimum
 from . import register
-from .engine.budget import (
-    NEVER,
-    Deadline,
-    OutOfTime,
-    check_count,
-    check_time_limit,
-    positive_finite,
-)
-from .engine.heuristics import start_plans
-from .greedy import lowest_gap, size_order
+from .bestfit import bestfit_offsets
+from .ge import ge_offsets
+from .greedy import lowest_gap, place_in_order, size_order
 
-MAX_MOVES = 10_000_000     # a time-limited run stops here too; more iterations are refused
+MAX_MOVES = 10_000_000     # more iterations are refused
+STARTS = ("best", "greedy-size", "bestfit")
 
 
-# Overlap-list entries built per second (measured on this machine, with room to spare).
-PAIRS_PER_SECOND = 1_000_000
+def never() -> bool:
+    """The `stop` of a run that only counts moves: it never stops early."""
+    return False
 
 
 def overlapping_pairs(buffers: Sequence[Buffer]) -> int:
@@ -49,14 +52,16 @@ def overlapping_pairs(buffers: Sequence[Buffer]) -> int:
     return n * (n - 1) // 2 - sum(bisect_left(ends, b.start) for b in buffers)
 
 
-def overlap_lists(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> list[list[int]]:
+def overlap_lists(buffers: Sequence[Buffer], stop: Callable[[], bool] = never
+                  ) -> list[list[int]] | None:
     """For each buffer, the indices of the buffers alive at some common step (a sweep
-    over starts; O(n log n + number of overlapping pairs)). Past `deadline`: OutOfTime."""
+    over starts; O(n log n + number of overlapping pairs)). None once `stop()` says so."""
     order = sorted(range(len(buffers)), key=lambda i: buffers[i].start)
     nbrs: list[list[int]] = [[] for _ in buffers]
     active: list[int] = []
     for i in order:
-        deadline.check("overlap lists")
+        if stop():
+            return None
         s = buffers[i].start
         active = [j for j in active if buffers[j].end >= s]
         for j in active:
@@ -66,122 +71,18 @@ def overlap_lists(buffers: Sequence[Buffer], deadline: Deadline = NEVER) -> list
     return nbrs
 
 
-@register("anneal")
-def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | None = None,
-                time_limit: float | None = None, start: str = "best",
-                t_start: float = 0.005, t_end: float = 0.0002) -> Placement:
-    """Simulated annealing over the placement order (DSA-SA).
-
-    `iterations` (default 1000 when no `time_limit` is given; at most `MAX_MOVES`) bounds
-    the moves and makes the result a function of `seed`; `time_limit` (seconds) bounds
-    the whole call, the starting plan included. `start`: the first order, "greedy-size"
-    (largest first), "bestfit", or "best" (the better of the two). Temperatures are
-    fractions of the starting arena, cooling from `t_start` to `t_end`. Half the moves
-    take a buffer that reaches the top of the arena and place it earlier in the order;
-    the others swap two buffers or move one, at random.
-    """
-    check_anneal_options(iterations, time_limit, start, t_start, t_end)
-    deadline = Deadline.after(time_limit)
-    if iterations is None and time_limit is None:
-        iterations = 1000
-    items = [b for b in buffers if b.size]
-    offsets = {b.id: 0 for b in buffers}
-    if not items:
-        return Placement.of(buffers, offsets, "anneal: nothing to place")
-    lower = theoretical_minimum(items)
-    perm, start_name, start_off, cut = _start_order(items, start, deadline, lower)
-    try:
-        if cut:
-            raise OutOfTime(cut + ": the time limit was reached before the search")
-        if max(o + b.size for o, b in zip(start_off, items)) <= lower:
-            raise OutOfTime("optimal: it meets the theoretical minimum")
-        entries = 2 * overlapping_pairs(items)
-        if time_limit is not None and entries > PAIRS_PER_SECOND * deadline.left() / 2:
-            raise OutOfTime(f"its overlap lists would hold {entries:,} entries, more than "
-                            f"{deadline.left():.1f} s left allow")
-        order = Decoding(items, perm, deadline)
-        start_arena = order.decode(0, deadline)
-    except OutOfTime as stop:
-        offsets.update((b.id, o) for b, o in zip(items, start_off))
-        return Placement.of(buffers, offsets, f"anneal: 0 moves, {start_name}'s plan "
-                            f"({stop.step})")
-    best_off, best, gain, k, accepted = _anneal(order, start_arena, seed, iterations,
-                                                time_limit, deadline, t_start, t_end)
-    for b, o in zip(items, best_off):
-        offsets[b.id] = o
-    return Placement.of(buffers, offsets, f"anneal: {k} moves, {accepted} accepted, "
-                        f"{start_arena} -> {best} B ({gain:.1f}% below {start_name})")
-
-
-def check_anneal_options(iterations: int | None, time_limit: float | None, start: str,
-                         t_start: float, t_end: float) -> None:
-    """Refuse options that would never stop or mean nothing: a NaN, infinite or
-    non-positive time limit, iterations that are not a count, temperatures that are not
-    positive numbers cooling down (t_start >= t_end > 0)."""
-    if iterations is not None:
-        check_count("anneal", "iterations", iterations, most=MAX_MOVES)
-    check_time_limit("anneal", time_limit, optional=True)
-    if not isinstance(start, str) or start not in STARTS:
-        raise PlanError(f"anneal: start must be one of {', '.join(STARTS)}, not {start!r}")
-    for name, t in (("t_start", t_start), ("t_end", t_end)):
-        if not positive_finite(t):
-            raise PlanError(f"anneal: {name} must be a positive, finite fraction of the "
-                            f"arena, not {t!r}")
-    if t_end > t_start:
-        raise PlanError(f"anneal: t_end ({t_end!r}) must not exceed t_start ({t_start!r}): "
-                        "the temperature cools")
-
-
-def _anneal(order: Decoding, start_arena: int, seed: int, iterations: int | None,
-            time_limit: float | None, deadline: Deadline, t_start: float, t_end: float
-            ) -> tuple[list[int], int, float, int, int]:
-    """The annealing loop from the decoded start: (best offsets, best arena, gain in %,
-    moves, moves accepted)."""
-    cur = best = start_arena
-    best_off = order.off[:]
-    rng = random.Random(seed)
-    limit = None if time_limit is None else deadline.left()    # what the start left
-    t0 = time.perf_counter()
-    k, accepted = 0, 0
-    while order.n > 1 and k < MAX_MOVES:
-        temp = _temperature(k, iterations, limit, time.perf_counter() - t0, t_start, t_end)
-        if temp is None:
-            break
-        k += 1
-        a, b, swap = _propose(rng, order, cur)
-        if a == b:
-            continue
-        a, b = min(a, b), max(a, b)
-        saved = order.change(a, b, swap)
-        try:
-            new = order.decode(a, deadline)
-        except OutOfTime:               # this move is not finished: take it back, stop
-            order.undo(a, b, saved)
-            break
-        delta = (new - cur) / start_arena
-        if delta <= 0 or rng.random() < math.exp(-delta / temp):
-            cur = new
-            accepted += 1
-            if new < best:
-                best, best_off = new, order.off[:]
-        else:
-            order.undo(a, b, saved)
-    gain = 100.0 * (start_arena - best) / start_arena
-    return best_off, best, gain, k, accepted
-
-
 class Decoding:
     """A placement order `perm` and its decoded offsets `off` (by index into `items`).
 
     `top[q]` is the arena of the first q buffers of the order, so after a change at
     position p only the buffers from p on are decoded again; each looks only at its
-    time-overlapping neighbours (precomputed), not at every buffer.
+    time-overlapping neighbours `nbrs` (`overlap_lists`), not at every buffer.
     """
 
-    def __init__(self, items: Sequence[Buffer], perm: list[int], deadline: Deadline = NEVER):
+    def __init__(self, items: Sequence[Buffer], perm: list[int], nbrs: list[list[int]]):
         self.n = len(items)
         self.size = [b.size for b in items]
-        self.nbrs = overlap_lists(items, deadline)
+        self.nbrs = nbrs
         self.perm = perm
         self.pos = [0] * self.n          # pos[i]: where buffer i stands in perm
         for q, i in enumerate(perm):
@@ -189,14 +90,14 @@ class Decoding:
         self.off = [0] * self.n
         self.top = [0] * (self.n + 1)
 
-    def decode(self, p: int, deadline: Deadline = NEVER) -> int:
+    def decode(self, p: int, stop: Callable[[], bool] = never) -> int | None:
         """Place the buffers of positions p.. in turn, each at the lowest gap among the
-        neighbours placed before it; the arena. Past `deadline`: OutOfTime, the offsets
-        from p on half decoded (`undo` restores them)."""
+        neighbours placed before it; the arena. None when `stop()` (asked every 64
+        buffers) cuts it, the offsets from p on half decoded (`undo` restores them)."""
         perm, pos, off, size, top = self.perm, self.pos, self.off, self.size, self.top
         for q in range(p, self.n):
-            if not q & 63:
-                deadline.check("decoding")
+            if not q & 63 and stop():
+                return None
             i = perm[q]
             taken = [(off[j], off[j] + size[j]) for j in self.nbrs[i] if pos[j] < q]
             o = lowest_gap(taken, size[i])
@@ -236,31 +137,6 @@ class Decoding:
         self.top[a + 1:] = saved_top
 
 
-def _temperature(k: int, iterations: int | None, time_limit: float | None, elapsed: float,
-                 t_start: float, t_end: float) -> float | None:
-    """The temperature of move k, cooling geometrically from `t_start` to `t_end` over the
-    iterations (or the time limit); None once the budget is spent."""
-    if iterations is not None and k >= iterations:
-        return None
-    if time_limit is not None and elapsed >= time_limit:
-        return None
-    frac = k / iterations if iterations else elapsed / time_limit
-    return t_start * (t_end / t_start) ** min(frac, 1.0)
-
-
-def _propose(rng: random.Random, order: Decoding, arena: int) -> tuple[int, int, bool]:
-    """A move (a, b, swap): half the time a buffer that reaches the top moves earlier in
-    the order; else two random positions swap, or one buffer moves."""
-    if rng.random() < 0.5:
-        b = rng.choice(order.at_top(arena))
-        return rng.randrange(b + 1), b, False
-    a, b = rng.randrange(order.n), rng.randrange(order.n)
-    return a, b, rng.random() < 0.5
-
-
-STARTS = ("best", "greedy-size", "bestfit")
-
-
 def offset_order(items: Sequence[Buffer], offsets: Sequence[int]) -> list[int]:
     """The order that decodes to a plan at least as good as `offsets`: lowest first.
 
@@ -271,25 +147,131 @@ def offset_order(items: Sequence[Buffer], offsets: Sequence[int]) -> list[int]:
     return sorted(range(len(items)), key=lambda i: (offsets[i], -items[i].size, i))
 
 
-def _start_order(items: Sequence[Buffer], start: str, deadline: Deadline, lower: int
-                 ) -> tuple[list[int], str, list[int], str]:
-    """The first order, its heuristic's name and plan, and what the deadline cut ("" when
-    nothing). With "best", the better of greedy-size and bestfit (greedy-size on ties);
-    bestfit runs first, and greedy-size not at all when bestfit meets `lower` or less
-    than twice bestfit's time is left."""
-    names = {"greedy-size": ["greedy-size"], "bestfit": ["bestfit"]}.get(start, ["bestfit"])
-    took = time.perf_counter()
-    plans, cut = start_plans(items, names, deadline)
-    took = time.perf_counter() - took
-    arena = {name: max(o + b.size for o, b in zip(off, items)) for name, off in plans}
-    if start == "best" and not cut and arena["bestfit"] > lower and \
-            deadline.left() > 2 * took:     # greedy-size costs about what bestfit did
-        more, cut = start_plans(items, ["greedy-size"], deadline)
-        if not cut:
-            plans = more + plans
-            arena["greedy-size"] = max(o + b.size for o, b in zip(more[0][1], items))
-        cut = ""                        # greedy-size cut short: bestfit's plan stands
-    name, off = min(plans, key=lambda p: arena[p[0]])     # the first on ties
-    if name == "greedy-size" and not cut:
-        return size_order(items), name, off, cut
-    return offset_order(items, off), name, off, cut
+def start_order(items: Sequence[Buffer], plans: Sequence[tuple[str, list[int]]]
+                ) -> tuple[list[int], str, list[int]]:
+    """The order to start from, the heuristic it came from and its plan: the smallest of
+    `plans` ((name, offsets by index)), the first on ties. Greedy-size's plan is its
+    size order decoded; any other plan is read as an order by offset."""
+    def arena(off: list[int]) -> int:
+        return max(o + b.size for o, b in zip(off, items))
+    name, off = min(plans, key=lambda p: arena(p[1]))
+    return (size_order(items) if name == "greedy-size" else offset_order(items, off)), \
+        name, off
+
+
+def plain_offsets(items: Sequence[Buffer], name: str) -> list[int]:
+    """The offsets (by index) of the plain heuristic `name`: greedy-size, bestfit or GE."""
+    if name == "greedy-size":
+        return place_in_order(items, size_order(items))
+    if name == "bestfit":
+        return bestfit_offsets(items)
+    offsets = ge_offsets(items, 1, True)[0]
+    return [offsets[b.id] for b in items]
+
+
+def heuristic_plans(items: Sequence[Buffer], start: str,
+                    run: Callable[[Sequence[Buffer], str], list[int]] = plain_offsets
+                    ) -> list[tuple[str, list[int]]]:
+    """The plans `start` names, each `run` to its end: "best" takes bestfit's and, when
+    that is above the theoretical minimum (no plan is lower), greedy-size's and GE's too,
+    listed greedy-size first (it wins ties). The annealer returns the best plan it saw,
+    so never one above the best of these."""
+    if start == "greedy-size":
+        return [("greedy-size", run(items, "greedy-size"))]
+    plans = [("bestfit", run(items, "bestfit"))]
+    if start == "best" and max(o + b.size for o, b in zip(plans[0][1], items)) > \
+            theoretical_minimum(items):
+        plans = [("greedy-size", run(items, "greedy-size")), *plans, ("ge", run(items, "ge"))]
+    return plans
+
+
+def anneal(order: Decoding, start_arena: int, seed: int, progress: Callable[[int], float | None],
+           t_start: float, t_end: float, stop: Callable[[], bool] = never
+           ) -> tuple[list[int], int, int, int]:
+    """The annealing loop from the decoded start: (best offsets, best arena, moves, moves
+    accepted). `progress(k)` is the fraction of the budget spent before move k (None: it
+    is spent), so the temperature cools from `t_start` to `t_end` (fractions of the start
+    arena). Half the moves take a buffer that reaches the top of the arena and place it
+    earlier in the order; the others swap two buffers or move one, at random."""
+    cur = best = start_arena
+    best_off = order.off[:]
+    rng = random.Random(seed)
+    k, accepted = 0, 0
+    while order.n > 1:
+        frac = progress(k)
+        if frac is None:
+            break
+        temp = t_start * (t_end / t_start) ** min(frac, 1.0)
+        k += 1
+        if rng.random() < 0.5:                     # a buffer at the top moves earlier
+            b = rng.choice(order.at_top(cur))
+            a, b, swap = rng.randrange(b + 1), b, False
+        else:                                      # two swap, or one moves
+            a, b = rng.randrange(order.n), rng.randrange(order.n)
+            swap = rng.random() < 0.5
+        if a == b:
+            continue
+        a, b = min(a, b), max(a, b)
+        saved = order.change(a, b, swap)
+        new = order.decode(a, stop)
+        if new is None:                  # this move is not finished: take it back, stop
+            order.undo(a, b, saved)
+            break
+        delta = (new - cur) / start_arena
+        if delta <= 0 or rng.random() < math.exp(-delta / temp):
+            cur = new
+            accepted += 1
+            if new < best:
+                best, best_off = new, order.off[:]
+        else:
+            order.undo(a, b, saved)
+    return best_off, best, k, accepted
+
+
+def check_anneal_options(iterations: object, start: object, t_start: object,
+                         t_end: object, *, optional: bool = False) -> None:
+    """Refuse options that mean nothing: iterations that are not a count (at most
+    `MAX_MOVES`; None passes when `optional`), an unknown start, temperatures that are
+    not positive numbers cooling down (t_start >= t_end > 0)."""
+    count = isinstance(iterations, int) and not isinstance(iterations, bool)
+    if not (iterations is None and optional) and not (count and 0 <= iterations <= MAX_MOVES):
+        raise PlanError(f"anneal: iterations must be an integer >= 0 and at most "
+                        f"{MAX_MOVES:,}, not {iterations!r}")
+    if not isinstance(start, str) or start not in STARTS:
+        raise PlanError(f"anneal: start must be one of {', '.join(STARTS)}, not {start!r}")
+    for name, t in (("t_start", t_start), ("t_end", t_end)):
+        if not (isinstance(t, Real) and not isinstance(t, bool) and math.isfinite(t) and t > 0):
+            raise PlanError(f"anneal: {name} must be a positive, finite fraction of the "
+                            f"arena, not {t!r}")
+    if t_end > t_start:
+        raise PlanError(f"anneal: t_end ({t_end!r}) must not exceed t_start ({t_start!r}): "
+                        "the temperature cools")
+
+
+@register("anneal:textbook")
+def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int = 1000,
+                start: str = "best", t_start: float = 0.005, t_end: float = 0.0002
+                ) -> Placement:
+    """Simulated annealing over the placement order (DSA-SA): `iterations` moves from the
+    order `start` names ("greedy-size", "bestfit", or "best": the best of those two and
+    GE's), the result a function of `seed`, never above the plan it started from."""
+    check_anneal_options(iterations, start, t_start, t_end)
+    items = [b for b in buffers if b.size]
+    offsets = {b.id: 0 for b in buffers}
+    if not items:
+        return Placement.of(buffers, offsets, "anneal: nothing to place")
+    perm, name, start_off = start_order(items, heuristic_plans(items, start))
+    if max(o + b.size for o, b in zip(start_off, items)) <= theoretical_minimum(items):
+        offsets.update((b.id, o) for b, o in zip(items, start_off))
+        return Placement.of(buffers, offsets, f"anneal: 0 moves, {name}'s plan (optimal: "
+                            "it meets the theoretical minimum)")
+    order = Decoding(items, perm, overlap_lists(items))
+    start_arena = order.decode(0)
+    best_off, best, k, accepted = anneal(order, start_arena, seed,
+                                         lambda k: k / iterations if k < iterations else None,
+                                         t_start, t_end)
+    offsets.update((b.id, o) for b, o in zip(items, best_off))
+    gain = 100.0 * (start_arena - best) / start_arena
+    return Placement.of(buffers, offsets, f"anneal: {k} moves, {accepted} accepted, "
+                        f"{start_arena} -> {best} B ({gain:.1f}% below {name}'s plan; "
+                        "no bound proved)")

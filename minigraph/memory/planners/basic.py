@@ -21,8 +21,9 @@ def plan_none(buffers: Sequence[Buffer]) -> Placement:
 def plan_refcount(buffers: Sequence[Buffer], *, match_range: int = 16) -> Placement:
     """MXNet's counter simulation, as nnvm's PlanMemory does it [Chen 2016], [NNVM 2016].
 
-    Walk the steps. Each tensor's counter is its number of pending readers; it reaches 0
-    at the tensor's last reader, i.e. at step `end`. At each step the outputs first take
+    Walk the steps. nnvm keeps a counter of each tensor's pending readers, which reaches
+    0 at its last reader; a `Buffer` already knows that step, its `end`, so no counter is
+    kept here: a tensor returns to the pool at step `end`. At each step the outputs first take
     storage from the free pool - the smallest free block of at least the size, if it is
     within `match_range` times the size; else the largest smaller block within the range
     (at least size / match_range), grown to the size; else new storage - and only then do

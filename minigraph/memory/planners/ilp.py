@@ -10,126 +10,89 @@ a common step a binary z_ij ("i lies below j"). Minimise M subject to
 
 with U the arena of the best heuristic plan (an upper bound, also M's), and M at least
 the theoretical minimum (a lower bound). One pair's orientation is fixed: flipping a plan
-upside down gives another plan, so half the tree is the mirror of the other half.
-Solved by HiGHS through `scipy.optimize.milp` (silent: `quietly`). The offsets returned are
-recomputed from the solver's pairwise orders as longest paths (in a topological order of
-the orders, not of the solver's offsets, which a tolerance may leave inconsistent), so
-they are exact integers; the one validator checks them, and a plan it refuses gives way
-to the best heuristic, with a note. Large problems count bytes in units of the sizes'
-gcd, so that a huge buffer does not make U big enough for tolerances to matter. The time
-limit covers the whole call: heuristics, model and solver.
+upside down gives another plan, so half the tree is the mirror of the other half. Clique
+cuts (the buffers alive at one step are stacked) tighten the relaxation. Solved by HiGHS
+through `scipy.optimize.milp`. The offsets returned are recomputed from the solver's
+pairwise orders as longest paths (in a topological order of the orders, not of the
+solver's offsets, which a tolerance may leave inconsistent), so they are exact integers;
+the one validator checks them, and a plan it refuses gives way to the best heuristic.
+Large problems count bytes in units of the sizes' gcd, so that a huge buffer does not
+make U big enough for tolerances to matter.
+
+This file is registered as "ilp:textbook": `plan_ilp` below, the model solved once. The
+registry's "ilp" (`engine/ilp.py`) builds and solves this very model, and adds what a
+tool needs around it: one time limit over the whole call (heuristics, model, solver),
+a size past which it keeps the heuristic, the proved gap in its note, the solver's own
+prints kept off stdout. Where both finish, they return the same arena
+(tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
 from ...errors import PlanError
 from ..buffers import Buffer, Placement, arena_size, theoretical_minimum, validate_offsets
 from . import register
-from .anneal import overlap_lists, overlapping_pairs
-from .engine.budget import NEVER, Deadline, OutOfTime, check_time_limit
-from .engine.heuristics import ge_offsets, start_plans
-from .engine.quiet import quietly
+from .anneal import overlap_lists
+from .bestfit import bestfit_offsets
+from .ge import ge_offsets
+from .greedy import place_in_order, size_order
 
-MAX_PAIRS = 200_000        # above this the model is too big to build; keep the heuristic
 MAX_CUT_TERMS = 500_000    # clique cuts are left out when they would be larger than this
 # Above this many bytes the model counts in units of the sizes' gcd: the solver's
 # tolerances (about 1e-9 of the big U) would otherwise let buffers overlap by bytes.
 SCALE_ABOVE = 1 << 24
 
 
-def best_heuristic(buffers: Sequence[Buffer], deadline: Deadline = NEVER
-                   ) -> tuple[str, Placement, int]:
-    """The smallest of greedy-size, bestfit and GE two-level: (name, placement, arena)."""
-    name, offsets, arena, _ = heuristics(buffers, deadline)
-    return name, Placement.of(buffers, offsets), arena
+def no_check(step: str) -> None:
+    """The `check` of a model built without a deadline: every step goes on (the engine
+    passes a deadline's check, which stops a step that runs past it)."""
 
 
-def heuristics(buffers: Sequence[Buffer], deadline: Deadline) -> tuple[str, dict, int, str]:
-    """`best_heuristic` within `deadline`: (name, offsets by id, arena, what the deadline
-    cut, "" when nothing). Greedy-size always comes back (see `start_plans`); bestfit
-    and GE only if they finish. Ties go to the first of greedy-size, bestfit, GE."""
-    plans, cut = start_plans(buffers, ["greedy-size", "bestfit"], deadline)
-    runs = [(name, {b.id: o for b, o in zip(buffers, off)}) for name, off in plans]
-    if not cut:
-        try:
-            runs.append(("ge", ge_offsets(buffers, 1, True, deadline)[0]))
-        except OutOfTime:
-            cut = "ge left out: time limit reached"
-    arenas = [arena_size(buffers, off) for _, off in runs]
-    k = min(range(len(runs)), key=lambda k: arenas[k])
-    return runs[k][0], runs[k][1], arenas[k], cut
-
-
-def gap_note(arena: int, bound: int) -> str:
-    """"optimal" when the arena meets the bound, else the gap in percent of the arena."""
-    return "optimal" if arena <= bound else f"gap {100.0 * (arena - bound) / arena:.1f}%"
-
-
-@register("ilp")
-def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placement:
-    """Minimise the arena exactly (within `time_limit` seconds, the whole call).
-
-    The note says "optimal" when the solver proves it (or the plan meets the theoretical
-    minimum), else the gap to the best lower bound known. If the solver finds no plan in
-    time, or one that the validator refuses (the solver's tolerances on a problem of
-    very unequal sizes), the best heuristic plan is returned, with its gap.
-    """
-    check_time_limit("ilp", time_limit)
-    t0 = time.perf_counter()
-    deadline = Deadline.after(time_limit)
+def best_heuristic(buffers: Sequence[Buffer]) -> tuple[str, Placement, int]:
+    """The smallest of greedy-size, bestfit and GE two-level (the first on ties):
+    (name, placement, arena). Its arena is the model's U."""
     items = [b for b in buffers if b.size]
-    offsets = {b.id: 0 for b in buffers}
+    runs = [("greedy-size", place_in_order(items, size_order(items))),
+            ("bestfit", bestfit_offsets(items))]
+    plans = [(name, {b.id: o for b, o in zip(items, off)}) for name, off in runs]
+    plans.append(("ge", ge_offsets(items, 1, True)[0]))
+    name, offsets = min(plans, key=lambda p: arena_size(items, p[1]))
+    placed = Placement.of(buffers, {**{b.id: 0 for b in buffers}, **offsets})
+    return name, placed, arena_size(items, offsets)
+
+
+@register("ilp:textbook")
+def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placement:
+    """Minimise the arena exactly: the best heuristic gives U, the model is built and
+    solved (the solver stops after `time_limit` seconds), and the solver's orders become
+    offsets. "optimal" when the solver proves it (or the heuristic meets the theoretical
+    minimum); without a valid plan from the solver, the best heuristic's plan."""
+    if not (isinstance(time_limit, (int, float)) and 0 < time_limit < math.inf):
+        raise PlanError(f"ilp: time_limit must be a positive number of seconds, not "
+                        f"{time_limit!r}")
+    from scipy.optimize import milp  # an optional package (SciPy), loaded when solving
+    items = [b for b in buffers if b.size]
+    name, placed, upper = best_heuristic(buffers)
     lower = theoretical_minimum(items)
-    h_name, h_offsets, upper, cut = heuristics(items, deadline) if items else \
-        ("none", {}, 0, "")
-    offsets.update(h_offsets)
     if upper <= lower:
-        return Placement.of(buffers, offsets, f"optimal ({h_name} meets the theoretical "
-                            "minimum)")
-    n_pairs = overlapping_pairs(items)
-    if n_pairs > MAX_PAIRS:
-        return Placement.of(buffers, offsets, f"ilp skipped ({n_pairs} pairs > "
-                            f"{MAX_PAIRS}); {h_name}: {gap_note(upper, lower)}")
-    try:
-        if cut:
-            raise OutOfTime(cut)
-        nbrs = overlap_lists(items, deadline)
-        pairs = [(i, j) for i in range(len(items)) for j in nbrs[i] if i < j]
-        grain = math.gcd(*(b.size for b in items)) if upper > SCALE_ABOVE else 1
-        model = layout_model(items, pairs, lower, upper, deadline, grain)
-        deadline.check("loading the solver")
-        from scipy.optimize import milp
-    except OutOfTime as stop:
-        return Placement.of(buffers, offsets, f"ilp not solved ({stop.step}: time limit "
-                            f"reached); {h_name}: {gap_note(upper, lower)}")
-    left = max(time_limit - (time.perf_counter() - t0), 0.1)
-    res = quietly(milp, **model, options={"time_limit": left, "disp": False})
-    bound = lower
-    if res.get("mip_dual_bound") is not None and np.isfinite(res.mip_dual_bound):
-        bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)) * grain)
-    if res.x is None:
-        return Placement.of(buffers, offsets, f"ilp found no plan in {time_limit:g} s; "
-                            f"{h_name}: {gap_note(upper, bound)}")
-    exact = checked_plan(items, pairs, res.x)
+        return Placement.of(buffers, placed.offsets, f"optimal ({name} meets the "
+                            "theoretical minimum)")
+    nbrs = overlap_lists(items)
+    pairs = [(i, j) for i in range(len(items)) for j in nbrs[i] if i < j]
+    grain = math.gcd(*(b.size for b in items)) if upper > SCALE_ABOVE else 1
+    res = milp(**layout_model(items, pairs, lower, upper, grain=grain),
+               options={"time_limit": time_limit, "disp": False})
+    exact = None if res.x is None else checked_plan(items, pairs, res.x)
     if exact is None:
-        return Placement.of(buffers, offsets, f"ilp plan refused (the solver's orders "
-                            f"overlap); {h_name}: {gap_note(upper, bound)}")
-    arena = arena_size(items, exact)
-    if arena > upper:                      # cannot happen with M <= U, but stay safe
-        return Placement.of(buffers, offsets, f"ilp no better than {h_name}: "
-                            f"{gap_note(upper, bound)}")
-    offsets.update(exact)
-    # "Proved" only if the exact plan is the solver's (not rounded up from a tolerance).
-    proved = res.status == 0 and arena <= (res.x[len(items)] + 0.5) * grain
-    note = "optimal" if proved or arena <= bound else gap_note(arena, bound)
-    return Placement.of(buffers, offsets, note + f" (ilp, {len(pairs)} pairs, "
-                        f"{time.perf_counter() - t0:.2f} s)")
+        return Placement.of(buffers, placed.offsets, f"ilp: no valid plan; {name}'s plan")
+    proved = res.status == 0 and arena_size(items, exact) <= (res.x[len(items)] + 0.5) * grain
+    return Placement.of(buffers, {**placed.offsets, **exact},
+                        ("optimal" if proved else "not proved optimal") + " (ilp)")
 
 
 def checked_plan(items: Sequence[Buffer], pairs: list[tuple[int, int]], x: np.ndarray
@@ -147,7 +110,7 @@ def checked_plan(items: Sequence[Buffer], pairs: list[tuple[int, int]], x: np.nd
 
 
 def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: int,
-                 upper: int, deadline: Deadline = NEVER, grain: int = 1) -> dict:
+                 upper: int, check: Callable[[str], None] = no_check, grain: int = 1) -> dict:
     """The program above as `scipy.optimize.milp` arguments. Variables x_0..x_{n-1}, M,
     then one z per pair; M between `lower` and `upper`, which is also the big U. Bytes
     are counted in units of `grain` (a divisor of every size): a huge buffer among small
@@ -163,11 +126,11 @@ def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: i
         m.add([i, n], [1.0, -1.0], -s[i])
     for k, (i, j) in enumerate(pairs):
         if not k & 1023:
-            deadline.check("building the model")
+            check("building the model")
         z = n + 1 + k
         m.add([i, j, z], [1.0, -1.0, big], big - s[i])    # x_i - x_j + U z <= U - s_i
         m.add([j, i, z], [1.0, -1.0, -big], -s[j])        # x_j - x_i - U z <= -s_j
-    _clique_cuts(m, items, pairs, s, deadline)
+    _clique_cuts(m, items, pairs, s, check)
     lb, ub = np.zeros(nv), np.ones(nv)
     ub[:n] = big - s
     lb[n], ub[n] = float(lower // grain), big
@@ -183,17 +146,17 @@ def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: i
 
 
 def _clique_cuts(m: Rows, items: Sequence[Buffer], pairs: list[tuple[int, int]],
-                 s: np.ndarray, deadline: Deadline = NEVER) -> None:
+                 s: np.ndarray, check: Callable[[str], None] = no_check) -> None:
     """Cuts that tighten the relaxation: the buffers alive at one step are stacked, so
     everything of that step lying below i fits under x_i, and everything above it fits
     between x_i + s_i and M (left out when they would be too many terms)."""
     n = len(items)
     pid = {p: k for k, p in enumerate(pairs)}
-    cliques = live_sets(items, deadline)
+    cliques = live_sets(items, check)
     if sum(len(c) ** 2 for c in cliques) > MAX_CUT_TERMS:
         return
     for clique in cliques:
-        deadline.check("clique cuts")
+        check("clique cuts")
         for i in clique:
             under_cols, under_vals, under_rhs = [i], [-1.0], 0.0
             over_cols, over_vals, over_rhs = [i, n], [1.0, -1.0], -s[i]
@@ -238,7 +201,7 @@ class Rows:
         return coo_matrix((self.vals, (self.rows, self.cols)), shape=(len(self.hi), nv)).tocsr()
 
 
-def live_sets(items: Sequence[Buffer], deadline: Deadline = NEVER) -> list[list[int]]:
+def live_sets(items: Sequence[Buffer], check: Callable[[str], None] = no_check) -> list[list[int]]:
     """The maximal sets of buffers alive together at one step (indices into `items`): the
     cliques of the time-overlap graph. A sweep over start times; the set at a start is
     maximal when one of its buffers ends before the next start."""
@@ -246,7 +209,7 @@ def live_sets(items: Sequence[Buffer], deadline: Deadline = NEVER) -> list[list[
     times = sorted({b.start for b in items})
     out, active, p = [], [], 0
     for k, t in enumerate(times):
-        deadline.check("live sets")
+        check("live sets")
         active = [i for i in active if items[i].end >= t]
         while p < len(by_start) and items[by_start[p]].start == t:
             active.append(by_start[p])

@@ -42,7 +42,6 @@ from __future__ import annotations
 import inspect
 import math
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,13 +51,15 @@ import numpy as np
 from ...errors import PlanError
 from ...graph import Graph
 from ..buffers import Buffer, Placement, arena_size, validate_offsets
+from ..clock import now
 from ..liveness import check_schedule, liveness
 from ..orders import ORDERS
 from ..topo import BEST_OF
 from . import JOINT_PLANNERS
 from .engine.budget import Deadline, OutOfTime, check_time_limit
+from .engine.ilp import gap_note, heuristics
 from .engine.quiet import quietly
-from .ilp import Rows, gap_note, heuristics, stack_by_orders
+from .ilp import Rows, stack_by_orders
 
 MAX_NODES = 40          # "a few dozen": n^2 schedule binaries, pairs x steps constraints
 NAME = "model-ilp"
@@ -347,7 +348,7 @@ def plan_joint(graph: Graph, *, alignment: int = 1, time_limit: float = 10.0) ->
     graph of more than MAX_NODES nodes (n^2 schedule binaries, a row per pair and step)
     or a bad time limit."""
     check_time_limit(NAME, time_limit)
-    t0 = time.perf_counter()
+    t0 = now()
     deadline = Deadline.after(time_limit)
     n = len(graph.nodes)
     if n > MAX_NODES:
@@ -382,7 +383,7 @@ def plan_joint(graph: Graph, *, alignment: int = 1, time_limit: float = 10.0) ->
     bound = min(bound, arena)
     note = (f"{gap_note(arena, bound)} over every order, bound {bound} B: {how}; start: "
             f"order {name}, {upper} B ({NAME}: {n} nodes, {pairs} pairs, "
-            f"{time.perf_counter() - t0:.2f} s)")
+            f"{now() - t0:.2f} s)")
     return JointPlan(tuple(sched), every, arena, bound, name, upper, pairs, note)
 
 

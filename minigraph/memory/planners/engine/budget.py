@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections.abc import Sequence
-from numbers import Real
 
 from ....errors import PlanError
 from ...buffers import Buffer
+from ...clock import now
+from .. import positive_finite
 
 MAX_TIME_LIMIT = 7 * 24 * 3600.0     # a week: any longer limit is a typo, not a plan
 
@@ -31,7 +31,7 @@ class OutOfTime(Exception):
 
 
 class Deadline:
-    """A `time.perf_counter()` value to stop at, or none (`at=None`)."""
+    """A `planning clock's `now()` value to stop at, or none (`at=None`)."""
 
     __slots__ = ("at",)
 
@@ -41,14 +41,14 @@ class Deadline:
     @classmethod
     def after(cls, seconds: float | None) -> Deadline:
         """The deadline `seconds` from now (none for None)."""
-        return cls(None if seconds is None else time.perf_counter() + seconds)
+        return cls(None if seconds is None else now() + seconds)
 
     def passed(self) -> bool:
-        return self.at is not None and time.perf_counter() > self.at
+        return self.at is not None and now() > self.at
 
     def left(self) -> float:
         """Seconds left (inf with no deadline, 0 once passed)."""
-        return math.inf if self.at is None else max(self.at - time.perf_counter(), 0.0)
+        return math.inf if self.at is None else max(self.at - now(), 0.0)
 
     def check(self, step: str, partial: list[int] | None = None) -> None:
         """Raise `OutOfTime(step)` once the deadline has passed."""
@@ -57,11 +57,6 @@ class Deadline:
 
 
 NEVER = Deadline()
-
-
-def positive_finite(x: object) -> bool:
-    """A real number (not a bool) above 0 and below infinity."""
-    return isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
 def check_time_limit(planner: str, time_limit: object, *, optional: bool = False) -> None:

@@ -115,6 +115,15 @@ def heuristic_offsets(items: Sequence[Buffer], name: str, deadline: Deadline = N
     return bestfit_offsets(items, deadline)
 
 
+def plain_offsets(items: Sequence[Buffer], name: str) -> list[int]:
+    """anneal.py's `plain_offsets` (greedy-size, bestfit or GE, by index, run to the end)
+    with the engine's structures: the plans a search starts from and never ends above."""
+    if name == "ge":
+        offsets = ge_offsets(items, 1, True)[0]
+        return [offsets[b.id] for b in items]
+    return heuristic_offsets(items, name)
+
+
 def crowded(items: Sequence[Buffer], per_buffer: int = 64) -> bool:
     """More than `per_buffer` buffers alive with each buffer, on average (counted in
     O(n log n)): greedy-size then costs more than bestfit."""

@@ -25,12 +25,12 @@ or what `window_proof` proved).
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from ...buffers import Buffer
+from ...clock import now
 from .boxes import lowest_gap_of
 
 ORDERS = ("size", "length", "offset", "random")
@@ -153,9 +153,9 @@ class Repair:
         return False
 
     def run(self, deadline: float | None, moves: int | None = None, floor: int = 0) -> None:
-        """Repair until `deadline` (a `time.perf_counter()` value), `moves` ruins, or the
+        """Repair until `deadline` (a `planning clock's `now()` value), `moves` ruins, or the
         arena meets `floor` (a proved lower bound)."""
         while self.arena > floor and (moves is None or self.moves < moves):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and now() > deadline:
                 return
             self.step()

@@ -55,17 +55,17 @@ bound B B: what proves it)" (`bound_note`).
 from __future__ import annotations
 
 import math
-import time
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ...buffers import Buffer, Placement, theoretical_minimum
+from ...clock import now
 from .. import register
 from ..anneal import overlapping_pairs
 from .budget import Deadline, OutOfTime, check_count, check_time_limit
-from .heuristics import start_plans
+from .heuristics import plain_offsets
 from .repair import Repair
 from .search_rules import fits, independent_parts, initial_parts, open_node, open_part
 from .search_state import Node, Problem, Split, State, Strategy
@@ -100,7 +100,7 @@ def feasible(problem: Problem, capacity: int, strategy: Strategy, node_budget: i
 
     status: FOUND (offsets by buffer index), INFEASIBLE (every branch was cut: a proof
     that no plan fits), ABORTED (`node_budget` spent) or TIMEOUT (past `deadline`, a
-    `time.perf_counter()` value). A node is one move tried. The loop below is this
+    `planning clock's `now()` value). A node is one move tried. The loop below is this
     recursion, unrolled onto a list so that a plan thousands of buffers deep is fine:
 
         def solve(node):                  # node = open_node(...): its moves, in order
@@ -136,7 +136,7 @@ def feasible(problem: Problem, capacity: int, strategy: Strategy, node_budget: i
         nodes += 1
         if nodes > node_budget:
             return ABORTED, None, nodes - 1
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and now() > deadline:
             return TIMEOUT, None, nodes
         if move < 0:                    # a gap: section -1 - move holds nothing at this level
             stack.append(open_node(st, node.lo, node.hi, node.members, node.level,
@@ -246,7 +246,7 @@ def plan_search(buffers: Sequence[Buffer], *, time_limit: float | None = 2.0,
 def searched(buffers: Sequence[Buffer], time_limit: float | None, node_limit: int | None
              ) -> tuple[Placement, int]:
     """`plan_search`'s plan and the nodes it searched (a nested search counts them)."""
-    t0 = time.perf_counter()
+    t0 = now()
     deadline = Deadline.after(time_limit)
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}
@@ -257,7 +257,7 @@ def searched(buffers: Sequence[Buffer], time_limit: float | None, node_limit: in
     start, moves, why = best, 0, ""
     try:
         if cut:
-            raise OutOfTime(cut + ": the time limit was reached before the search")
+            raise OutOfTime(cut)
         if best <= lower:   # optimal already: no need to build the search's tables
             problem = _Solved(lower)
         else:
@@ -274,7 +274,7 @@ def searched(buffers: Sequence[Buffer], time_limit: float | None, node_limit: in
             why = f"{name}'s plan repaired, {moves} moves ({stop.step})"
         note = f"search: {start} -> {best} B, " \
             f"{bound_note(best, lower, lower, 'the theoretical minimum', stopped)}; " \
-            f"0 nodes, {why}, {time.perf_counter() - t0:.2f} s"
+            f"0 nodes, {why}, {now() - t0:.2f} s"
         return Placement.of(buffers, offsets, note=note), 0
     run = Run(problem, best, plan, lower, max(64, 3 * len(items) // 2), node_limit,
               deadline.at)
@@ -287,7 +287,7 @@ def searched(buffers: Sequence[Buffer], time_limit: float | None, node_limit: in
     search_rounds(run)
     for b, o in zip(items, run.plan):
         offsets[b.id] = o
-    took = time.perf_counter() - t0
+    took = now() - t0
     note = f"search: {start} -> {run.best} B, {verdict(run)}; {run.nodes} nodes, {took:.2f} s"
     return Placement.of(buffers, offsets, note=note), run.nodes
 
@@ -306,12 +306,13 @@ def repair_at_scale(items: Sequence[Buffer], plan: list[int], bound: int,
                     ) -> tuple[int, list[int], int]:
     """A problem too large for the search's tables: its start plan, repaired
     (`repair.Repair`) until the deadline or until it meets `bound` (a proved lower bound).
-    With no deadline, `node_limit` ruins at most (`REPAIR_MOVES` without one). Returns
+    `node_limit`, when given, bounds its ruins (with or without a deadline: the work
+    budget holds at any load); with neither, `REPAIR_MOVES` ruins. Returns
     (arena, offsets, ruins tried)."""
     grain = math.gcd(*(b.size for b in items))
     fix = Repair(items, plan, grain)
-    moves = None if deadline.at is not None else \
-        (REPAIR_MOVES if node_limit is None else node_limit)
+    moves = node_limit if node_limit is not None else \
+        (None if deadline.at is not None else REPAIR_MOVES)   # a work budget bounds it too
     fix.run(deadline.at, moves, floor=bound)
     return fix.arena, [int(o) for o in fix.off], fix.moves
 
@@ -319,12 +320,14 @@ def repair_at_scale(items: Sequence[Buffer], plan: list[int], bound: int,
 def repair_phase(run: Run, items: Sequence[Buffer]) -> None:
     """Before the search's rounds, on a large problem: repair the best plan
     (`repair.Repair`) for `REPAIR_SHARE` of the time left (`REPAIR_MOVES` ruins with no
-    time limit); a training step's plan is often too high at one turn only, which the
-    repair lowers in a few moves, where the search would need its rounds."""
+    time limit or with a `node_limit`); a training step's plan is often too high at one
+    turn only, which the repair lowers in a few moves, where the search would need its
+    rounds."""
     until = None if run.deadline is None else \
-        time.perf_counter() + REPAIR_SHARE * max(run.deadline - time.perf_counter(), 0.0)
+        now() + REPAIR_SHARE * max(run.deadline - now(), 0.0)
     fix = Repair(items, run.plan, run.problem.grain)
-    fix.run(until, REPAIR_MOVES if until is None else None, floor=run.proved)
+    fixed = until is None or run.node_limit is not None    # a work budget: fixed ruins
+    fix.run(until, REPAIR_MOVES if fixed else None, floor=run.proved)
     if fix.arena < run.best:
         run.best, run.plan = fix.arena, [int(o) for o in fix.off]
 
@@ -368,22 +371,21 @@ def restarts(first: int, count: int) -> list[Strategy]:
 
 def start_plan(items: Sequence[Buffer], lower: int, deadline: Deadline
                ) -> tuple[str, int, list[int], str]:
-    """The plan the search starts from: bestfit's, or greedy-size's when that is smaller
-    (greedy-size runs only when bestfit misses `lower` and twice bestfit's time is left:
-    they cost about the same). (name, arena, offsets, what the deadline cut, "" when
-    nothing)."""
-    took = time.perf_counter()
-    plans, cut = start_plans(items, ["bestfit"], deadline)
-    took = time.perf_counter() - took
-    name, plan = plans[0]
-    arena = max(o + b.size for o, b in zip(plan, items))
-    if arena > lower and not cut and deadline.left() > 2 * took:  # time for greedy-size
-        more, cut = start_plans(items, ["greedy-size"], deadline)
-        other = max(o + b.size for o, b in zip(more[0][1], items))
-        if cut:                         # cut short: the rest stacked, no better
-            cut = "greedy-size cut short"
-        elif other < arena:
-            (name, plan), arena = more[0], other
+    """The plan the search starts from: bestfit's, or greedy-size's or GE's when smaller
+    (those two run only when bestfit misses `lower`). They always run to their end, past
+    the time limit if need be, so the search never returns a plan above the best plain
+    heuristic, at any size. (name, arena, offsets, the note's word on the time limit: ""
+    unless the start plans alone took it all.)"""
+    def arena_of(plan: list[int]) -> int:
+        return max(o + b.size for o, b in zip(plan, items))
+    name, plan = "bestfit", plain_offsets(items, "bestfit")
+    arena = arena_of(plan)
+    if arena > lower:
+        for other in ("greedy-size", "ge"):
+            off = plain_offsets(items, other)
+            if arena_of(off) < arena:
+                name, plan, arena = other, off, arena_of(off)
+    cut = "the start plans used up the time limit" if deadline.passed() else ""
     return name, arena, plan, cut
 
 
@@ -483,7 +485,7 @@ def prove_bound(run: Run, time_limit: float | None) -> None:
     total = PROOF_NODES if run.node_limit is None else int(PROOF_SHARE * run.node_limit)
     nodes = [total]
     until = None if run.deadline is None else \
-        time.perf_counter() + PROOF_SHARE * max(run.deadline - time.perf_counter(), 0.0)
+        now() + PROOF_SHARE * max(run.deadline - now(), 0.0)
     fits_at: dict[tuple[int, int], int] = {}
     while run.proved < run.best and nodes[0] > 0:
         window = window_proof(p, run.proved, nodes, until, fits_at)
@@ -513,7 +515,7 @@ def plan_around_window(run: Run, items: Sequence[Buffer]) -> None:
     top moves up H - h bytes, which keeps the plan valid (two boxes that did not collide
     cannot collide once all those above some offset moved up alike), and the block's
     buffers take their plan where it was. Kept when smaller than `run.best`."""
-    left = None if run.deadline is None else run.deadline - time.perf_counter()
+    left = None if run.deadline is None else run.deadline - now()
     nodes = None if run.node_limit is None else \
         int(AROUND_SHARE * (run.node_limit - run.nodes))
     if left is not None and left < 0.1 or nodes is not None and nodes < 2:
@@ -526,7 +528,7 @@ def plan_around_window(run: Run, items: Sequence[Buffer]) -> None:
         return
     if not blocks:
         return
-    share = None if left is None else AROUND_SHARE * (run.deadline - time.perf_counter())
+    share = None if left is None else AROUND_SHARE * (run.deadline - now())
     if share is not None and share < 0.05:
         return
     budget = AROUND_NODES * len(boxes)      # a tiling is found fast or not at all
@@ -663,13 +665,15 @@ def bound_note(arena: int, bound: int, minimum: int, why: str, stopped: str = ""
     (`minimum`: the theoretical minimum; `why`: what proves the bound): "optimal (meets
     the theoretical minimum)", "optimal (no plan below B B exists)", or "within x% of a
     proved bound (lower bound B B: why)", x = 100 (arena - bound) / bound, rounded up
-    (so that "within" holds); `stopped` (why the search stopped) is added after it."""
+    (so that "within" holds), or "within x% of max-live (...)" when no bound above the
+    theoretical minimum was proved; `stopped` (why the search stopped) is added after it."""
     if arena <= bound:
         how = "meets the theoretical minimum" if arena <= minimum else \
             f"no plan below {arena} B exists"
         return f"optimal ({how})"
     pct = math.ceil(10000.0 * (arena - bound) / bound) / 100
-    note = f"within {pct:.2f}% of a proved bound (lower bound {bound} B: {why})"
+    what = "max-live" if bound <= minimum else "a proved bound"   # max-live: nothing more
+    note = f"within {pct:.2f}% of {what} (lower bound {bound} B: {why})"
     return note + (f", {stopped}" if stopped else "")
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ...buffers import Buffer
-from ..anneal import overlap_lists
+from .anneal import timed_overlap_lists
 from .budget import NEVER, Deadline
 
 
@@ -58,7 +58,7 @@ class Problem:
         self.cuts, self.n_sections = cuts, len(cuts) - 1
         self.lo = [bisect_right(cuts, b.start) - 1 for b in items]
         self.hi = [bisect_right(cuts, b.end) for b in items]
-        self.overlaps = overlap_lists(items, deadline)
+        self.overlaps = timed_overlap_lists(items, deadline)
         self.members, self.live, self.crossing, self.shared = \
             section_tables(self.size, self.lo, self.hi, self.n_sections, deadline)
         self.lower_bound = max(self.live, default=0)
