@@ -41,7 +41,8 @@ PATH = [
                             "minigraph/memory/planners/bestfit.py",
                             "minigraph/memory/planners/anneal.py",
                             "minigraph/memory/planners/ilp.py"]),
-    ("07 DTR", ["minigraph/runtime/dtr/minimal.py"]),
+    ("07 DTR", ["minigraph/runtime/dtr/minimal.py", "minigraph/runtime/dtr/program.py"]),
+    ("07d memory swap", ["minigraph/memory/swap.py"]),
     ("08 the executor, on a GPU", ["minigraph/runtime/executor.py",
                                    "minigraph/runtime/kernels.py"]),
 ]
@@ -49,9 +50,11 @@ PATH = [
 # The engine room: fast or research twins behind the textbook's functions. No module on the
 # path imports one of these (tests/test_architecture.py).
 ENGINE_ROOM = ("minigraph/memory/planners/engine/", "minigraph/ops/cuda",
-               "minigraph/runtime/dtr/runtime.py", "minigraph/runtime/dtr/simrd",
-               "minigraph/runtime/dtr/portfolio.py", "minigraph/runtime/dtr/checkpoint.py",
-               "minigraph/runtime/dtr/tracegen.py")
+               "minigraph/runtime/dtr/runtime.py", "minigraph/runtime/dtr/releases.py",
+               "minigraph/runtime/dtr/room.py", "minigraph/runtime/dtr/eviction.py",
+               "minigraph/runtime/dtr/hostswap.py", "minigraph/runtime/dtr/allocator.py",
+               "minigraph/runtime/dtr/coop_inplace.py", "minigraph/runtime/dtr/modes.py",
+               "minigraph/dtr_research/")
 
 # The layers above the textbook (what runs, measures and draws techniques; the lessons'
 # own checks; the face): a lesson imports them to show results, not to be read.
@@ -69,8 +72,13 @@ AROUND = {
     "minigraph/memory/planners/joint.py": "MODeL's joint order-and-layout program: research, "
                                          "lesson 06 section 6 runs it by name",
     "minigraph/memory/online/": "lesson 09's allocator simulators (not yet a path row)",
-    "minigraph/runtime/dtr/": "DTR's runtime wing (helper B reorganises it; program.py is "
-                              "306 lines, over the file limit)",
+    "minigraph/errors.py": "the typed errors, each read where it is raised",
+    "minigraph/memory/swap_plan.py": "turns swap.py's choice into a plan the one validator "
+                                     "proves: plumbing around the idea lesson 07d reads",
+    "minigraph/runtime/dtr/__init__.py": "the DTR package's names, gathered",
+    "minigraph/runtime/dtr/heuristics.py": "every eviction score, one small function each: "
+                                           "lesson 07 reads the ones it names",
+    "minigraph/runtime/dtr/options.py": "the one set of DTR options (DTROptions): data",
 }
 
 # NumPy index tricks, which the engine room uses for speed and a textbook module must not:
