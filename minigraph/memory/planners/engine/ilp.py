@@ -109,8 +109,12 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0,
     bound = lower
     if res.get("mip_dual_bound") is not None and np.isfinite(res.mip_dual_bound):
         bound = max(bound, int(np.ceil(res.mip_dual_bound - 1e-6)) * grain)
+    # HiGHS reports its node limit as "solution limit reached": within the time left, it
+    # was the nodes that stopped it.
+    by_nodes = node_limit is not None and now() - t0 < time_limit
+    limit = f"{node_limit:,} nodes" if by_nodes else f"{time_limit:g} s"
     if res.x is None:
-        return Placement.of(buffers, offsets, f"ilp found no plan in {time_limit:g} s; "
+        return Placement.of(buffers, offsets, f"ilp found no plan in {limit}; "
                             f"{h_name}: {gap_note(upper, bound)}")
     exact = checked_plan(items, pairs, res.x)
     if exact is None:
@@ -125,7 +129,6 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0,
     proved = res.status == 0 and arena <= (res.x[len(items)] + 0.5) * grain
     note = "optimal" if proved or arena <= bound else gap_note(arena, bound)
     note += f" (ilp, {len(pairs)} pairs, {now() - t0:.2f} s)"
-    if not note.startswith("optimal") and res.status == 1:     # the solver hit a limit
-        note += "; the solver's " + ("node" if "node" in str(res.message).lower() else
-                                     "time") + " limit stopped it"
+    if not note.startswith("optimal") and res.status != 0:     # the solver hit a limit
+        note += "; the solver's " + ("node" if by_nodes else "time") + " limit stopped it"
     return Placement.of(buffers, offsets, note)
