@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from minigraph.grading import grade, isolation, reference_solution_path
+from minigraph.grading import reference_solution_path
 from minigraph.grading.cases import BufferCase, planner_cases, write_buffer_case
 from minigraph.grading.report import CaseResult, GradeReport
+from minigraph.grading.sandbox import grade, isolation
 from minigraph.memory import Buffer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,14 +173,14 @@ def test_bubblewrap_takes_the_network_away(tmp_path) -> None:
 
 LAZY = """
 import sys
-from minigraph.grading import grade, sandbox
+from minigraph.grading.sandbox import grade, submission
 before = {}
-start = sandbox.Submission.start
+start = submission.Submission.start
 def recording(self):
     if self._proc is None and not self.problem:
         before.update(dict.fromkeys(sys.modules))
     return start(self)
-sandbox.Submission.start = recording
+submission.Submission.start = recording
 grade(sys.argv[1], sys.argv[2], progress=False)
 print("NEW", sorted(set(sys.modules) - set(before)))
 """
@@ -486,7 +487,7 @@ def test_the_submission_cannot_lift_its_limits_or_fork_without_end(tmp_path) -> 
     assert set(limits) == {"AS", "NPROC", "FSIZE", "CPU", "NOFILE", "CORE"}, printed
     assert all(soft == hard for soft, hard in limits.values()), limits
     from minigraph.grading.runner import scaled
-    from minigraph.grading.sandbox import MEMORY_LIMIT, SESSION_TIME_LIMIT
+    from minigraph.grading.sandbox.submission import MEMORY_LIMIT, SESSION_TIME_LIMIT
     assert {k: int(v[0]) for k, v in limits.items() if k != "NPROC"} == {
         "AS": MEMORY_LIMIT, "FSIZE": isolation.FILE_SIZE, "NOFILE": isolation.OPEN_FILES,
         "CORE": 0, "CPU": int(scaled(SESSION_TIME_LIMIT)) + 1}, limits   # the doc's values
@@ -557,7 +558,7 @@ def test_a_line_reading_full_marks_means_full_marks() -> None:
 # ---------------------------------------------------------------------------------------
 
 def test_results_are_renamed_into_place_not_written_through(tmp_path) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     victim = tmp_path / "victim.txt"
     victim.write_text("VICTIM")
     out = tmp_path / "results.json"

@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 from minigraph.grading import (
-    ASSIGNMENTS,
     check_heuristic,
     check_liveness,
     check_planner,
-    grade,
     load_function,
     reference_solution_path,
 )
@@ -33,6 +31,7 @@ from minigraph.grading.cases import (
 from minigraph.grading.heuristic_grader import heuristic_cases
 from minigraph.grading.report import NOT_IMPLEMENTED
 from minigraph.grading.runner import ddmin, one_blas_thread, run_case, time_scale
+from minigraph.grading.sandbox import ASSIGNMENTS, grade
 from minigraph.memory import Buffer
 from minigraph.memory.instances import random_buffers
 from minigraph.runtime.dtr.heuristics import HEURISTICS
@@ -655,7 +654,7 @@ def test_grade_loads_py_and_notebook_files(tmp_path) -> None:
 
 
 def test_command_line_exit_status(tmp_path, capsys) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     stub = tmp_path / "stub.py"
     stub.write_text("def my_liveness(graph, schedule, alignment=512):\n"
                     "    raise NotImplementedError\n")
@@ -690,7 +689,7 @@ def my_planner(buffers):
 """
 BYPASS_A2 = """
 exec(\"\"\"
-import minigraph.grading.sandbox as s, minigraph.grading.planner_grader as p
+import minigraph.grading.sandbox.submission as s, minigraph.grading.planner_grader as p
 s.changed_names = lambda *a, **k: []                 # the detector, switched off first
 p.validity_problem = lambda case, offsets: ''
 p.execution_problem = lambda case, offsets: ''
@@ -769,7 +768,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
     # to score 100/100: now it is caught and scores 0. One that switches the detector off
     # first is not caught, and still gains nothing: the checks run in the grader's process,
     # so it scores what the same planner scores honestly.
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     scores = {}
     for stem, code in (("forged", FORGED_A2), ("bypass", BYPASS_A2), ("honest", HONEST_A2)):
         out = tmp_path / f"{stem}.json"
@@ -791,7 +790,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
 ], ids=["exits", "hangs"])
 def test_exiting_and_hanging_files_exit_1_with_a_report(code, reason, tmp_path, capsys,
                                                         monkeypatch) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     monkeypatch.setenv("MINIGRAPH_TIME_SCALE", "0.05")
     out = tmp_path / "results.json"
     assert main(["a2", str(_submission(tmp_path, code, "py")), "--quiet",
@@ -814,7 +813,7 @@ def test_exiting_and_hanging_files_exit_1_with_a_report(code, reason, tmp_path, 
     ("import minigraph as mg\ng = mg.Graph([])\ng.name = 'mine'\nd = {}\nd['k'] = 1\n", None),
 ], ids=["attribute", "setattr", "sys.modules", "vars", "import_module", "local", "own"])
 def test_the_source_check_finds_changes_to_minigraph_and_only_those(code, caught) -> None:
-    from minigraph.grading.tamper import source_tampering
+    from minigraph.grading.sandbox.tamper import source_tampering
     found = source_tampering(code)
     assert (found is None) if caught is None else found.startswith(caught), found
 
@@ -832,7 +831,7 @@ def _assert_gradescope_format(results: dict) -> None:
 
 
 def test_gradescope_results_of_the_reference(tmp_path) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     out = tmp_path / "results.json"
     assert main(["a1", "--quiet", "--gradescope", str(out)]) == 0
     results = json.loads(out.read_text())
@@ -848,7 +847,8 @@ def test_forged_eviction_choices_are_replayed_and_rejected(tmp_path, chain_cases
     path = tmp_path / "forged_a3.py"
     path.write_text(
         'exec("""\n'
-        "import minigraph.grading.sandbox as s, minigraph.grading.heuristic_grader as h\n"
+        "import minigraph.grading.sandbox.submission as s\n"
+        "import minigraph.grading.heuristic_grader as h\n"
         "s.changed_names = lambda *a, **k: []\n"
         "h.record_choices = lambda student, spec: {'choices': [], 'overhead': 1.0}\n"
         "h.judge_run = lambda case, out: None\n"
@@ -875,7 +875,7 @@ def test_replayed_choices_must_be_candidates_and_not_pinned(my_heuristic, chain_
 
 @pytest.mark.skipif(os.name != "posix", reason="RLIMIT_AS is POSIX")
 def test_the_submission_runs_under_a_memory_limit(tmp_path) -> None:
-    from minigraph.grading.sandbox import MEMORY_LIMIT
+    from minigraph.grading.sandbox.submission import MEMORY_LIMIT
     path = tmp_path / "sub.py"
     path.write_text("import resource\n"
                     "def my_planner(buffers):\n"
@@ -889,7 +889,7 @@ def test_the_submission_runs_under_a_memory_limit(tmp_path) -> None:
 def test_wire_format_round_trips_and_refuses_garbage() -> None:
     from minigraph.errors import GradingError
     from minigraph.grading.runner import Garbage
-    from minigraph.grading.sandbox import from_wire, outcome_from_wire, to_wire
+    from minigraph.grading.sandbox.submission import from_wire, outcome_from_wire, to_wire
     value = ({"a": (0, 1, 512), 3: [1.5, None, True], ("x", 1): "s"}, 7,
              Garbage("generator", "<gen>"), float("inf"))
     assert from_wire(json.loads(json.dumps(to_wire(value)))) == value

@@ -40,7 +40,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 from minigraph.errors import PlanError
 from minigraph.grading import check_planner, load_solution
-from minigraph.grading.cases import mlp_graph
+from minigraph.grading.cases import small_mlp_graph
 from minigraph.memory import Buffer, theoretical_minimum, validate_offsets
 
 # %% [markdown]
@@ -50,7 +50,7 @@ from minigraph.memory import Buffer, theoretical_minimum, validate_offsets
 # (sizes rounded up to 64 bytes):
 
 # %%
-g = mlp_graph()
+g = small_mlp_graph()
 buffers = mg.liveness(g, alignment=64).buffers()
 for b in sorted(buffers, key=lambda b: b.start):
     print(f"{b.id:16} steps [{b.start:2}, {b.end:2}]  {b.size:4} B")
