@@ -479,12 +479,14 @@ def test_hanging_solution_is_stopped() -> None:
             pass
 
     cases = planner_cases()[:5]
-    t0 = time.perf_counter()
     report = check_planner(hangs, cases=cases, time_limit=0.5, leaderboard=False)
-    # Stopped after 2 time-outs, not all 5 (the bound is loose, for a busy machine).
-    assert time.perf_counter() - t0 < 60
-    assert report.status.startswith("stopped: 2 time-outs")
-    assert "did not finish within the time limit of 0.5 s" in report.first_failure.message
+    # Stopped after 2 time-outs: the other 3 cases never ran (what the limit produced,
+    # whatever the machine's load; no clock read here).
+    assert report.status.startswith("stopped: 2 time-outs, 3 cases not run")
+    timed_out = [c for c in report.cases if "did not finish within the time limit of 0.5 s"
+                 in c.message]
+    not_run = [c for c in report.cases if c.message.startswith("not run (stopped after")]
+    assert len(timed_out) == 2 and len(not_run) == 3, report.summary()
     assert report.score == 0 and report.total == 5
 
 
@@ -751,7 +753,6 @@ def test_a_submission_cannot_fool_the_grader(kind, code, reason, fmt, tmp_path,
     if kind == "hangs":    # the load limit is 60 s x the scale: 3 s here
         monkeypatch.setenv("MINIGRAPH_TIME_SCALE", "0.05")
     path = _submission(tmp_path, code, fmt)
-    t0 = time.perf_counter()
     report = grade("a2", path, cases=graph_plan_cases, leaderboard=False, shrink=False)
     assert report.score == 0 and report.n_passed == 0 and not report.full_marks
     text = report.summary()
@@ -760,7 +761,8 @@ def test_a_submission_cannot_fool_the_grader(kind, code, reason, fmt, tmp_path,
     if kind == "forged":   # the line at fault, numbered in a .py file
         line = "line 3: " if fmt == "py" else "("
         assert f"{line}planner.validity_problem = lambda" in text, text
-    assert time.perf_counter() - t0 < 120
+    if kind == "hangs":    # the load limit (3 s here) ended it: the process was killed
+        assert "did not finish within 3 s: the grading process was killed" in text, text
 
 
 def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) -> None:
