@@ -23,9 +23,10 @@
 # **Scoring.** Nothing you return is trusted: the library's validator
 # (`minigraph.memory.validate_offsets`) decides whether a plan is safe, and where the
 # buffers come from a graph, the graph is *run* in one arena laid out by your offsets and
-# its outputs compared bit for bit with a run without reuse. A valid plan earns 70% of a
-# case; the other 30% is for an arena no larger than the `refcount` planner's (less in
-# proportion when larger). A leaderboard compares your arena with every planner of the
+# its outputs compared bit for bit with a run without reuse. A valid plan is the gate; a
+# case then pays for the bytes your arena saves: nothing for a plan that reuses nothing
+# (every buffer stacked above the last), all of it for an arena no larger than the
+# `refcount` planner's, in proportion in between. A leaderboard compares your arena with every planner of the
 # library, as a ratio to the theoretical minimum.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
