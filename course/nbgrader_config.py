@@ -45,3 +45,26 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # A check cell runs dozens of cases (A3: a dozen DTR runs of real models): allow minutes, not
 # nbgrader's 30 s per cell. On a slow grading machine, also export MINIGRAPH_TIME_SCALE=3.
 c.Execute.timeout = 600
+
+# autograde stores the sandboxed grader's score, not the one the student's kernel printed
+# (a notebook can replace the check there): `SandboxedScore` (sandboxed_score.py) runs
+# right after Execute and makes the check cell's result `python -m minigraph.grading`'s.
+import os  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sandboxed_score.py beside
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties,
+    CheckCellMetadata,
+    Execute,
+    IgnorePattern,
+    LimitOutput,
+    SaveAutoGrades,
+)
+from sandboxed_score import SandboxedScore  # noqa: E402
+
+# nbgrader 0.9's list (nbgrader/converters/autograde.py), SandboxedScore after Execute.
+c.Autograde.autograde_preprocessors = [Execute, SandboxedScore, IgnorePattern,
+                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                       AssignLatePenalties, CheckCellMetadata]

@@ -4,7 +4,7 @@ limits fit for a busy machine, and the notebook runner the notebook tests share.
 `MINIGRAPH_DEVICE=gpu python -m pytest` runs every executor on CuPy ("auto" devices
 follow the variable); tests marked `gpu` skip cleanly where CuPy sees no GPU.
 `python -m pytest -m a2 --student path/to/solution.py` grades a student's file (the
-option comes from the plugin minigraph.grading.pytest_plugin, loaded in pyproject.toml).
+option comes from the plugin minigraph.grading.sandbox.pytest_plugin, loaded in pyproject.toml).
 
 The suite must pass on a loaded 2-core machine, so no limit here is one a slow run of
 correct code can reach: a notebook has one whole-notebook limit of many minutes (a hang

@@ -21,13 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from minigraph.grading import grade, isolation, reference_solution_path
+from minigraph.grading import reference_solution_path
 from minigraph.grading.cases import BufferCase, planner_cases, write_buffer_case
 from minigraph.grading.report import CaseResult, GradeReport
+from minigraph.grading.sandbox import grade, isolation
 from minigraph.memory import Buffer
 
 ROOT = Path(__file__).resolve().parents[1]
-LIMIT = 180          # seconds a whole A2 grading may take here, attacks included
+# Only a hang guard: the seconds after which a grading that should take ten is called hung
+# (a blocked grader), never a measure of speed; what a test asserts is what came out.
+HANG_GUARD = 900
 linux_only = pytest.mark.skipif(not isolation.linux(), reason="the sandbox's cleanup is Linux's")
 
 
@@ -66,26 +69,24 @@ def _write(tmp_path: Path, code: str, **subs: object) -> Path:
     return path
 
 
-def _command(tmp_path: Path, sub: Path, *extra: str, env: dict | None = None,
-             timeout: float = LIMIT) -> tuple[int, str, dict, dict, float]:
+def _command(tmp_path: Path, sub: Path, *extra: str, env: dict | None = None
+             ) -> tuple[int, str, dict, dict]:
     """`python -m minigraph.grading a2 SUB --json --gradescope` in its own process ->
-    (exit status, what it printed, the JSON report, results.json, seconds)."""
+    (exit status, what it printed, the JSON report, results.json)."""
     out, gs = tmp_path / "report.json", tmp_path / "results.json"
-    t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "minigraph.grading", "a2", str(sub), "--quiet",
                         "--json", str(out), "--gradescope", str(gs), *extra],
-                       capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                       capture_output=True, text=True, timeout=HANG_GUARD, cwd=ROOT,
                        env={**os.environ, **(env or {})})
-    seconds = time.perf_counter() - t0
     return (r.returncode, r.stdout + r.stderr, json.loads(out.read_text()),
-            json.loads(gs.read_text()), seconds)
+            json.loads(gs.read_text()))
 
 
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory) -> float:
     """The all-zero planner's honest score on the command line (about 6.4)."""
     tmp = tmp_path_factory.mktemp("honest")
-    rc, printed, report, results, _ = _command(tmp, _write(tmp, "WORKED = False\n" + PLAN))
+    rc, printed, report, results = _command(tmp, _write(tmp, "WORKED = False\n" + PLAN))
     assert rc == 1 and report["score"] == results["score"]
     assert 0 < report["score"] < 10, printed
     return report["score"]
@@ -172,14 +173,14 @@ def test_bubblewrap_takes_the_network_away(tmp_path) -> None:
 
 LAZY = """
 import sys
-from minigraph.grading import grade, sandbox
+from minigraph.grading.sandbox import grade, submission
 before = {}
-start = sandbox.Submission.start
+start = submission.Submission.start
 def recording(self):
     if self._proc is None and not self.problem:
         before.update(dict.fromkeys(sys.modules))
     return start(self)
-sandbox.Submission.start = recording
+submission.Submission.start = recording
 grade(sys.argv[1], sys.argv[2], progress=False)
 print("NEW", sorted(set(sys.modules) - set(before)))
 """
@@ -219,10 +220,9 @@ for root in (os.path.dirname(scipy.__file__), os.path.dirname(minigraph.__file__
 
 def test_a_submission_cannot_change_a_module_the_grader_imports(tmp_path, honest) -> None:
     needs_full_isolation()
-    rc, printed, report, results, seconds = _command(tmp_path, _write(tmp_path,
-                                                                      ATTACK_MODULES))
+    rc, printed, report, results = _command(tmp_path, _write(tmp_path, ATTACK_MODULES))
     assert report["score"] == results["score"] == honest and rc == 1, printed
-    assert seconds < LIMIT
+    assert report["status"] == "graded", printed   # graded to the end, nothing voided
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,11 +251,11 @@ if os.fork() == 0:
 def test_no_process_of_the_submission_outlives_the_grader(tmp_path, honest) -> None:
     files = [str(tmp_path / "report.json"), str(tmp_path / "results.json")]
     sub = _write(tmp_path, ATTACK_DETACHED, RESULTS=files)
-    rc, printed, report, results, seconds = _command(tmp_path, sub)
+    rc, printed, report, results = _command(tmp_path, sub)
     time.sleep(3)    # the issue's forgery came three seconds later
     assert json.loads(Path(files[0]).read_text())["score"] == honest, printed
     assert json.loads(Path(files[1]).read_text())["score"] == honest
-    assert rc == 1 and seconds < LIMIT
+    assert rc == 1 and report["status"] == "graded", printed
 
 
 # ---------------------------------------------------------------------------------------
@@ -271,10 +271,10 @@ def test_a_submission_cannot_rewrite_the_grader_for_the_next_student(tmp_path,
     needs_full_isolation()
     grading = ROOT / "minigraph" / "grading"
     before = _digest(grading)
-    rc, printed, report, _, _ = _command(tmp_path, _write(tmp_path, ATTACK_MODULES))
+    rc, printed, report, _ = _command(tmp_path, _write(tmp_path, ATTACK_MODULES))
     assert report["score"] == honest, printed
     assert _digest(grading) == before
-    rc, printed, report, _, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN))
+    rc, printed, report, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN))
     assert report["score"] == honest and rc == 1, printed   # the next student's
 
 
@@ -303,7 +303,7 @@ def my_planner(buffers):
 def test_a_submission_cannot_read_the_reference_solution(tmp_path, honest) -> None:
     needs_full_isolation()
     sub = _write(tmp_path, ATTACK_READ, REFERENCE=str(reference_solution_path("a2")))
-    rc, printed, report, results, _ = _command(tmp_path, sub)
+    rc, printed, report, results = _command(tmp_path, sub)
     assert report["score"] == results["score"] == honest and rc == 1, printed
 
 
@@ -327,10 +327,10 @@ def test_a_submission_cannot_read_the_private_cases_the_course_or_git(tmp_path,
     write_buffer_case(private / "a2" / "hidden.csv", [Buffer("p", 0, 1, 64)])
     paths = [str(private / "a2" / "hidden.csv"), str(ROOT / "course" / "make_source.py")]
     paths += [str(ROOT / ".git" / "HEAD")] if (ROOT / ".git").exists() else []
-    _, _, plain, _, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN),
+    _, _, plain, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN),
                                  "--private", str(private))
     sub = _write(tmp_path, ATTACK_SECRETS, PATHS=paths)
-    rc, printed, report, _, _ = _command(tmp_path, sub, "--private", str(private))
+    rc, printed, report, _ = _command(tmp_path, sub, "--private", str(private))
     assert report["score"] == plain["score"] < 10 and rc == 1, printed
 
 
@@ -362,7 +362,7 @@ def test_a_private_case_content_is_never_shown(garbage, tmp_path) -> None:
     write_buffer_case(private / "a2" / "hidden.csv",
                       [Buffer(f"SECRET_{k}", k, k + 3, 64 * (k + 1)) for k in range(6)])
     sub = _write(tmp_path, ATTACK_LEAK, GARBAGE=garbage)
-    rc, printed, report, results, _ = _command(tmp_path, sub, "--private", str(private))
+    rc, printed, report, results = _command(tmp_path, sub, "--private", str(private))
     everything = printed + json.dumps(report) + json.dumps(results)
     assert "SECRET" not in everything and "LEAK" not in everything
     assert rc == 1 and report["score"] == results["score"]
@@ -427,9 +427,9 @@ for pid in os.listdir("/proc"):        # the grader: the process whose command n
 def test_a_submission_cannot_read_the_graders_environment(tmp_path) -> None:
     needs_full_isolation()
     env = {"GRADER_TOKEN": "tok-" + uuid.uuid4().hex, "MINIGRAPH_PRIVATE_SEED": "917"}
-    _, _, plain, _, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN),
+    _, _, plain, _ = _command(tmp_path, _write(tmp_path, "WORKED = False\n" + PLAN),
                                  env=env)
-    rc, printed, report, _, _ = _command(tmp_path, _write(tmp_path, ATTACK_ENVIRON), env=env)
+    rc, printed, report, _ = _command(tmp_path, _write(tmp_path, ATTACK_ENVIRON), env=env)
     assert sum(c["source"] == "private" for c in report["cases"]) == 8   # seen by the grader
     assert report["score"] == plain["score"] < 10 and rc == 1, printed
 
@@ -437,11 +437,11 @@ def test_a_submission_cannot_read_the_graders_environment(tmp_path) -> None:
 @pytest.mark.parametrize("how", ["stdout", "SIGSTOP", "SIGKILL"])
 def test_a_submission_cannot_reach_the_grader_process(how, tmp_path, honest) -> None:
     needs_full_isolation()
-    rc, printed, report, results, seconds = _command(tmp_path, _write(tmp_path, ATTACK_GRADER,
-                                                                      HOW=how))
+    rc, printed, report, results = _command(tmp_path, _write(tmp_path, ATTACK_GRADER,
+                                                             HOW=how))
     assert "FORGED" not in printed
     assert rc == 1 and report["score"] == results["score"] == honest, printed
-    assert seconds < LIMIT
+    assert report["status"] == "graded", printed   # the grader was not stopped or killed
 
 
 LIMITS = """
@@ -486,7 +486,7 @@ def test_the_submission_cannot_lift_its_limits_or_fork_without_end(tmp_path) -> 
     assert set(limits) == {"AS", "NPROC", "FSIZE", "CPU", "NOFILE", "CORE"}, printed
     assert all(soft == hard for soft, hard in limits.values()), limits
     from minigraph.grading.runner import scaled
-    from minigraph.grading.sandbox import MEMORY_LIMIT, SESSION_TIME_LIMIT
+    from minigraph.grading.sandbox.submission import MEMORY_LIMIT, SESSION_TIME_LIMIT
     assert {k: int(v[0]) for k, v in limits.items() if k != "NPROC"} == {
         "AS": MEMORY_LIMIT, "FSIZE": isolation.FILE_SIZE, "NOFILE": isolation.OPEN_FILES,
         "CORE": 0, "CPU": int(scaled(SESSION_TIME_LIMIT)) + 1}, limits   # the doc's values
@@ -503,7 +503,7 @@ if os.fork() == 0:              # a detached grandchild that keeps every pipe op
     os.setsid()
     if os.fork() == 0:
         ctypes.CDLL(None).prctl(15, b"mg-holder-@TAG@", 0, 0, 0)
-        time.sleep(600)
+        time.sleep(100_000)     # longer than any test waits: only a kill ends it
     os._exit(0)
 
 def my_planner(buffers):
@@ -522,16 +522,35 @@ def _holders(tag: str) -> list[int]:
     return out
 
 
+HELD = """
+import json, sys
+from minigraph.grading.cases import planner_cases
+from minigraph.grading.sandbox import grade
+cases = [c for c in planner_cases() if c.graph is None][:3]
+r = grade("a2", sys.argv[1], cases=cases, leaderboard=False, shrink=False)
+print(json.dumps({"status": r.status, "total": r.total, "answered": sum(
+    "did not finish" not in c.message for c in r.cases)}))
+"""
+
+
 @linux_only
 def test_a_held_answer_pipe_does_not_block_the_grader(tmp_path) -> None:
+    # The holder outlives any wait of this test, so a grader that waited for the pipe to
+    # close would never return (the hang guard fails it); one that does not has killed
+    # the holder, and every case was answered, none ended by a time limit.
     tag = uuid.uuid4().hex[:4]
-    cases = [c for c in planner_cases() if c.graph is None][:3]
-    t0 = time.perf_counter()
-    report = grade("a2", _write(tmp_path, HOLDER.replace("@TAG@", tag)), cases=cases,
-                   leaderboard=False, shrink=False)
-    assert time.perf_counter() - t0 < 60
-    assert report.status == "graded" and report.total == 3, report.summary()
-    assert not _holders(tag)
+    sub = _write(tmp_path, HOLDER.replace("@TAG@", tag))
+    try:
+        r = subprocess.run([sys.executable, "-c", HELD, str(sub)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=HANG_GUARD)
+    finally:
+        left = _holders(tag)
+        for pid in left:   # what the grader left (a failure): not left running after it
+            os.kill(pid, 9)
+    assert not left, left
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    got = json.loads(r.stdout.splitlines()[-1])
+    assert got == {"status": "graded", "total": 3, "answered": 3}, got
 
 
 # ---------------------------------------------------------------------------------------
@@ -557,7 +576,7 @@ def test_a_line_reading_full_marks_means_full_marks() -> None:
 # ---------------------------------------------------------------------------------------
 
 def test_results_are_renamed_into_place_not_written_through(tmp_path) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     victim = tmp_path / "victim.txt"
     victim.write_text("VICTIM")
     out = tmp_path / "results.json"
@@ -671,7 +690,7 @@ def test_as_an_ordinary_user_the_command_says_isolation_is_partial(tmp_path) -> 
     if os.geteuid() != 0:
         sub = _write(tmp_path, "WORKED = False\n" + PLAN)
         cmd = [sys.executable, "-m", "minigraph.grading", "a2", str(sub), "--quiet"]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, cwd="/")
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_GUARD, cwd="/")
     else:                       # run the grader as nobody, if nobody can run this Python
         if not shutil.which("runuser"):
             pytest.skip("no runuser to run the grader as an ordinary user")
@@ -687,7 +706,7 @@ def test_as_an_ordinary_user_the_command_says_isolation_is_partial(tmp_path) -> 
             os.chmod(sub, 0o644)
             cmd = ["runuser", "-u", "nobody", "--", sys.executable, "-m",
                    "minigraph.grading", "a2", str(sub), "--quiet"]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, cwd="/")
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_GUARD, cwd="/")
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("Isolation:")]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from minigraph.grading import isolation
+from minigraph.grading.sandbox import isolation
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "course" / "gradescope"

@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 from minigraph.grading import (
-    ASSIGNMENTS,
     check_heuristic,
     check_liveness,
     check_planner,
-    grade,
     load_function,
     reference_solution_path,
 )
@@ -33,6 +31,7 @@ from minigraph.grading.cases import (
 from minigraph.grading.heuristic_grader import heuristic_cases
 from minigraph.grading.report import NOT_IMPLEMENTED
 from minigraph.grading.runner import ddmin, one_blas_thread, run_case, time_scale
+from minigraph.grading.sandbox import ASSIGNMENTS, grade
 from minigraph.memory import Buffer
 from minigraph.memory.instances import random_buffers
 from minigraph.runtime.dtr.heuristics import HEURISTICS
@@ -148,7 +147,8 @@ def test_heuristic_runs_real_kernels_and_compares_outputs(my_heuristic) -> None:
 # ---------------------------------------------------------------------------------------
 
 LIBRARY_MARK_A1 = 25      # the library's liveness, copied: 20 (the cases without recomputation)
-SHOWN_MARK_A3 = 95        # h_DTR as lesson 07 shows it: about 91.6
+SHOWN_MARK_A3 = 95        # no library heuristic reaches it (dtr-live 91.24); h_DTR as lesson
+                          # 07 shows it: 83.31 (91.6 when a correct run paid half a case)
 
 
 def test_the_librarys_liveness_scores_below_the_stated_mark(my_liveness) -> None:
@@ -174,12 +174,54 @@ def test_the_shown_formula_scores_below_the_stated_mark(my_heuristic) -> None:
 
     report = check_heuristic(shown, progress=False)
     assert report.n_passed == report.total, report.summary()        # correct on every case
-    assert 85 < report.score < SHOWN_MARK_A3, report.summary()
+    assert 75 < report.score < SHOWN_MARK_A3, report.summary()
     # It is DTR's own heuristic: the target (the reference's) beats it on most cases.
     rows = [r for r in report.comparison if r["case"] != "geometric mean"]
     assert all(r["shown (you)"] == r["dtr"] for r in rows)
     assert sum(r["target"] < r["dtr"] - 1e-9 for r in rows) >= len(rows) // 2
     assert check_heuristic(my_heuristic, progress=False).full_marks
+
+
+TRIVIAL_MARK = 20        # issue 50: the trivial answer scores at most this
+
+
+def _stack(buffers):
+    """The notebook's "wasteful" plan: every buffer above the last, nothing reused."""
+    offsets, top = {}, 0
+    for b in buffers:
+        offsets[b.id] = top
+        top += b.size
+    return offsets
+
+
+def test_a_plan_that_reuses_nothing_scores_at_most_20(my_planner) -> None:
+    # A2's score is a scale from the plan that reuses nothing (0) to an arena no larger
+    # than refcount's (1); it scored 87.6 when validity paid 0.7 of each case. It earns
+    # only the cases where nothing can be reused (every buffer alive with every other).
+    report = check_planner(_stack, leaderboard=False, shrink=False)
+    assert report.n_passed == report.total, report.summary()          # valid everywhere
+    assert report.score <= TRIVIAL_MARK, report.summary()
+    assert all(c.points == 0 or c.metrics["arena"] <= c.metrics["refcount"]
+               for c in report.cases)
+    assert check_planner(my_planner, leaderboard=False).score == 100
+
+
+def test_the_arena_share_is_linear_from_no_reuse_to_the_baseline() -> None:
+    from minigraph.grading.planner_grader import arena_share
+    assert arena_share(100, 100, 400) == arena_share(90, 100, 400) == 1.0
+    assert arena_share(400, 100, 400) == arena_share(500, 100, 400) == 0.0
+    assert arena_share(250, 100, 400) == 0.5
+    assert arena_share(100, 100, 100) == 1.0 and arena_share(120, 100, 100) == 0.0
+
+
+def test_a_constant_heuristic_scores_at_most_20() -> None:
+    # A3 pays for compute saved, with a correct run as the gate: a constant score scored
+    # 43 when finishing paid half of each case.
+    def constant(t, now):
+        return math.inf if t.pinned else 0.0
+
+    report = check_heuristic(constant, progress=False)
+    assert 0 < report.score <= TRIVIAL_MARK, report.summary()
 
 
 @pytest.mark.parametrize("name", [n for n, h in HEURISTICS.items() if not h.window])
@@ -217,13 +259,53 @@ def test_without_the_reference_the_public_cases_grade_the_same(my_liveness, my_h
     assert check_liveness(my_liveness).full_marks
     report = check_liveness(stale_copy, cases=wrong)
     assert report.score == with_reference.score == 0
-    assert [c.message for c in report.cases] == [c.message for c in with_reference.cases]
+    for mine, theirs in zip(report.cases, with_reference.cases):   # the same rule, named
+        rule = next(ln for ln in theirs.message.splitlines() if "each run makes" in ln)
+        assert rule.lstrip("- ") in mine.message, (mine.message, theirs.message)
+        assert "the rules give" not in mine.message    # only a digest here: no right value
     assert f"liveness_case({wrong[0].name!r})" in report.reproducer       # no shrinking
+    assert "expected" not in report.reproducer
     with pytest.raises(GradingError, match="reference solution"):
         check_liveness(my_liveness, seed=5)
     assert liveness_case(wrong[0].name).schedule == wrong[0].schedule
     report = check_heuristic(my_heuristic, cases=chain_cases, progress=False)
     assert report.full_marks and not report.notes, report.summary()
+
+
+LOOKUP_A1 = """
+from minigraph.grading.reference import fingerprint, shipped
+
+def my_liveness(graph, schedule, alignment=512):   # issue 50's lookup of the shipped answers
+    entry = next(e for e in shipped()["a1"].values()
+                 if e["key"] == fingerprint(graph, schedule, alignment))
+    return entry["intervals"], entry["minimum"]
+"""
+
+
+@pytest.mark.parametrize("reference", [True, False], ids=["reference", "no-reference"])
+def test_a_lookup_of_the_shipped_answers_scores_0(reference, tmp_path, monkeypatch) -> None:
+    # answers.json holds A1's answers only as digests: nothing a submission can copy.
+    from minigraph.grading import liveness_grader
+    from minigraph.grading.reference import shipped
+    assert all(set(e) == {"key", "digest"} for e in shipped()["a1"].values())
+    if not reference:
+        monkeypatch.setenv("MINIGRAPH_NO_REFERENCE", "1")
+        monkeypatch.setattr(liveness_grader, "_expected", {})
+    path = tmp_path / "lookup.py"
+    path.write_text(LOOKUP_A1)
+    report = check_liveness(load_function(path, "my_liveness"), shrink=False)
+    assert report.score == 0 and report.n_passed == 0, report.summary()
+    assert "KeyError: 'intervals'" in report.first_failure.message
+
+
+def test_the_rules_the_digest_grader_explains_with_are_the_references(my_liveness) -> None:
+    # Without the reference, copies and their starts come from the graph and schedule
+    # alone (`copy_starts`); they must be what the reference solution says, on every case.
+    from minigraph.grading.liveness_grader import copy_starts
+    for case in liveness_cases():
+        intervals, _ = my_liveness(case.graph, list(case.schedule), case.alignment)
+        for name, copies in intervals.items():
+            assert [c[0] for c in copies] == copy_starts(case, name), (case.name, name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -373,7 +455,9 @@ def test_a_valid_plan_is_never_refused_for_a_tensors_itemsize(tmp_path) -> None:
         return offsets
 
     report = check_planner(end_to_end, cases=[case], leaderboard=False)
-    assert report.n_passed == 1 and report.score > 70, report.summary()
+    # Valid and run (it passes); it reuses nothing, so its arena earns nothing.
+    assert report.n_passed == 1 and report.cases[0].passed, report.summary()
+    assert "valid, but a larger arena" in report.cases[0].message, report.summary()
 
 
 def test_pinned_evictions_are_caught(my_heuristic, chain_cases) -> None:
@@ -480,12 +564,14 @@ def test_hanging_solution_is_stopped() -> None:
             pass
 
     cases = planner_cases()[:5]
-    t0 = time.perf_counter()
     report = check_planner(hangs, cases=cases, time_limit=0.5, leaderboard=False)
-    # Stopped after 2 time-outs, not all 5 (the bound is loose, for a busy machine).
-    assert time.perf_counter() - t0 < 60
-    assert report.status.startswith("stopped: 2 time-outs")
-    assert "did not finish within the time limit of 0.5 s" in report.first_failure.message
+    # Stopped after 2 time-outs: the other 3 cases never ran (what the limit produced,
+    # whatever the machine's load; no clock read here).
+    assert report.status.startswith("stopped: 2 time-outs, 3 cases not run")
+    timed_out = [c for c in report.cases if "did not finish within the time limit of 0.5 s"
+                 in c.message]
+    not_run = [c for c in report.cases if c.message.startswith("not run (stopped after")]
+    assert len(timed_out) == 2 and len(not_run) == 3, report.summary()
     assert report.score == 0 and report.total == 5
 
 
@@ -655,7 +741,7 @@ def test_grade_loads_py_and_notebook_files(tmp_path) -> None:
 
 
 def test_command_line_exit_status(tmp_path, capsys) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     stub = tmp_path / "stub.py"
     stub.write_text("def my_liveness(graph, schedule, alignment=512):\n"
                     "    raise NotImplementedError\n")
@@ -690,7 +776,7 @@ def my_planner(buffers):
 """
 BYPASS_A2 = """
 exec(\"\"\"
-import minigraph.grading.sandbox as s, minigraph.grading.planner_grader as p
+import minigraph.grading.sandbox.submission as s, minigraph.grading.planner_grader as p
 s.changed_names = lambda *a, **k: []                 # the detector, switched off first
 p.validity_problem = lambda case, offsets: ''
 p.execution_problem = lambda case, offsets: ''
@@ -752,7 +838,6 @@ def test_a_submission_cannot_fool_the_grader(kind, code, reason, fmt, tmp_path,
     if kind == "hangs":    # the load limit is 60 s x the scale: 3 s here
         monkeypatch.setenv("MINIGRAPH_TIME_SCALE", "0.05")
     path = _submission(tmp_path, code, fmt)
-    t0 = time.perf_counter()
     report = grade("a2", path, cases=graph_plan_cases, leaderboard=False, shrink=False)
     assert report.score == 0 and report.n_passed == 0 and not report.full_marks
     text = report.summary()
@@ -761,7 +846,8 @@ def test_a_submission_cannot_fool_the_grader(kind, code, reason, fmt, tmp_path,
     if kind == "forged":   # the line at fault, numbered in a .py file
         line = "line 3: " if fmt == "py" else "("
         assert f"{line}planner.validity_problem = lambda" in text, text
-    assert time.perf_counter() - t0 < 120
+    if kind == "hangs":    # the load limit (3 s here) ended it: the process was killed
+        assert "did not finish within 3 s: the grading process was killed" in text, text
 
 
 def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) -> None:
@@ -769,7 +855,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
     # to score 100/100: now it is caught and scores 0. One that switches the detector off
     # first is not caught, and still gains nothing: the checks run in the grader's process,
     # so it scores what the same planner scores honestly.
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     scores = {}
     for stem, code in (("forged", FORGED_A2), ("bypass", BYPASS_A2), ("honest", HONEST_A2)):
         out = tmp_path / f"{stem}.json"
@@ -791,7 +877,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
 ], ids=["exits", "hangs"])
 def test_exiting_and_hanging_files_exit_1_with_a_report(code, reason, tmp_path, capsys,
                                                         monkeypatch) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     monkeypatch.setenv("MINIGRAPH_TIME_SCALE", "0.05")
     out = tmp_path / "results.json"
     assert main(["a2", str(_submission(tmp_path, code, "py")), "--quiet",
@@ -814,7 +900,7 @@ def test_exiting_and_hanging_files_exit_1_with_a_report(code, reason, tmp_path, 
     ("import minigraph as mg\ng = mg.Graph([])\ng.name = 'mine'\nd = {}\nd['k'] = 1\n", None),
 ], ids=["attribute", "setattr", "sys.modules", "vars", "import_module", "local", "own"])
 def test_the_source_check_finds_changes_to_minigraph_and_only_those(code, caught) -> None:
-    from minigraph.grading.tamper import source_tampering
+    from minigraph.grading.sandbox.tamper import source_tampering
     found = source_tampering(code)
     assert (found is None) if caught is None else found.startswith(caught), found
 
@@ -832,7 +918,7 @@ def _assert_gradescope_format(results: dict) -> None:
 
 
 def test_gradescope_results_of_the_reference(tmp_path) -> None:
-    from minigraph.grading.command import main
+    from minigraph.grading.sandbox.command import main
     out = tmp_path / "results.json"
     assert main(["a1", "--quiet", "--gradescope", str(out)]) == 0
     results = json.loads(out.read_text())
@@ -848,7 +934,8 @@ def test_forged_eviction_choices_are_replayed_and_rejected(tmp_path, chain_cases
     path = tmp_path / "forged_a3.py"
     path.write_text(
         'exec("""\n'
-        "import minigraph.grading.sandbox as s, minigraph.grading.heuristic_grader as h\n"
+        "import minigraph.grading.sandbox.submission as s\n"
+        "import minigraph.grading.heuristic_grader as h\n"
         "s.changed_names = lambda *a, **k: []\n"
         "h.record_choices = lambda student, spec: {'choices': [], 'overhead': 1.0}\n"
         "h.judge_run = lambda case, out: None\n"
@@ -875,7 +962,7 @@ def test_replayed_choices_must_be_candidates_and_not_pinned(my_heuristic, chain_
 
 @pytest.mark.skipif(os.name != "posix", reason="RLIMIT_AS is POSIX")
 def test_the_submission_runs_under_a_memory_limit(tmp_path) -> None:
-    from minigraph.grading.sandbox import MEMORY_LIMIT
+    from minigraph.grading.sandbox.submission import MEMORY_LIMIT
     path = tmp_path / "sub.py"
     path.write_text("import resource\n"
                     "def my_planner(buffers):\n"
@@ -889,7 +976,7 @@ def test_the_submission_runs_under_a_memory_limit(tmp_path) -> None:
 def test_wire_format_round_trips_and_refuses_garbage() -> None:
     from minigraph.errors import GradingError
     from minigraph.grading.runner import Garbage
-    from minigraph.grading.sandbox import from_wire, outcome_from_wire, to_wire
+    from minigraph.grading.sandbox.submission import from_wire, outcome_from_wire, to_wire
     value = ({"a": (0, 1, 512), 3: [1.5, None, True], ("x", 1): "s"}, 7,
              Garbage("generator", "<gen>"), float("inf"))
     assert from_wire(json.loads(json.dumps(to_wire(value)))) == value

@@ -221,6 +221,59 @@ def test_points_sum_to_the_graders_total(assignment) -> None:
     assert f"def {function}(" in "".join(solution["source"])
 
 
+TAMPERED_A1 = """import minigraph.grading
+
+
+class _Forged:
+    score = 100.0
+
+
+minigraph.grading.check_liveness = lambda fn, **kw: _Forged()   # the kernel's check, replaced
+
+
+def my_liveness(graph, schedule, alignment=512):
+    raise NotImplementedError
+"""
+
+
+def _executed(solution_source: str, kernel_said: str):
+    """A1's notebook as nbgrader's Execute leaves it: the solution cell holding
+    `solution_source`, the check cell ending with `kernel_said`."""
+    import nbformat
+    nb = nbformat.read(ASSIGN / "A1_liveness.ipynb", as_version=4)
+    make_source.solution_cell(nb)["source"] = solution_source
+    check = next(c for c in nb.cells if "check" in c.metadata.get("tags", []))
+    check.outputs = [nbformat.v4.new_output("execute_result", execution_count=1,
+                                            data={"text/plain": kernel_said})]
+    return nb, check
+
+
+def test_autograde_keeps_the_sandboxed_score_of_a_tampered_notebook() -> None:
+    # A notebook that replaces check_liveness in its kernel prints 100 there; autograde's
+    # SandboxedScore (course/nbgrader_config.py) makes the cell's points the sandboxed
+    # grader's: 0, the file "changes minigraph itself". nbgrader reads those points.
+    from nbgrader.utils import determine_grade
+    scored = _course_module("sandboxed_score")
+    nb, check = _executed(TAMPERED_A1, "100.0")
+    scored.SandboxedScore().preprocess(nb, {"nbgrader": {"assignment": "a1"}})
+    assert determine_grade(check) == (0.0, 100.0), check.outputs
+    note = "".join(o.get("text", "") for o in check.outputs if o.output_type == "stream")
+    assert "scores this notebook 0.0 (not graded: your file changes minigraph itself" in note
+    assert "the check in your kernel said 100.0" in note
+    # An honest notebook keeps its score, and no note.
+    honest = make_source.fill_in(_stub_a1(), ASSIGN / "solutions" / "a1.py", "my_liveness",
+                                 markers=False)
+    nb, check = _executed(honest, "100.0")
+    scored.SandboxedScore().preprocess(nb, {"nbgrader": {"assignment": "a1"}})
+    assert determine_grade(check) == (100.0, 100.0), check.outputs
+    assert not [o for o in check.outputs if o.output_type == "stream"], check.outputs
+
+
+def _stub_a1() -> str:
+    nb = json.loads((ASSIGN / "A1_liveness.ipynb").read_text(encoding="utf-8"))
+    return "".join(make_source.solution_cell(nb)["source"])
+
+
 def test_the_round_has_a_worker_of_its_own(request) -> None:
     """With `--dist loadgroup` (.ci/run) this module's tests share one worker, so the
     session's course round runs once; pytest 9.2 broke pytest-xdist 3.8's groups (hence

@@ -1,5 +1,5 @@
-"""`python -m minigraph.grading ...` is the grader's command (`grading/command.py`)."""
+"""`python -m minigraph.grading ...` is the grader's command (`grading/sandbox/command.py`)."""
 
-from .command import main
+from .sandbox.command import main
 
 raise SystemExit(main())

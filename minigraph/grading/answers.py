@@ -4,8 +4,9 @@ students' repository, where the grader has no reference solution to run.
     python -m minigraph.grading.answers            # rewrite it (needs the reference solutions)
     python -m minigraph.grading.answers --check    # exit 1 unless it is what they answer now
 
-A1: every public and generated case of seed 0 - its fingerprint, the expected copies of
-every tensor and the minimum. A3: each public case's arena budget and the reference
+A1: every public and generated case of seed 0 - its fingerprint and the digest of the
+expected answer (`reference.answer_digest`: the copies and the minimum cannot be read
+back). A3: each public case's arena budget and the reference
 heuristic's compute overhead (the target). Run it after changing a case or a reference
 solution; tests/test_grading.py checks that the file is current.
 """
@@ -18,7 +19,7 @@ import sys
 from .cases import liveness_cases
 from .heuristic_grader import budget_for, case_program, heuristic_cases, reference_overhead
 from .liveness_grader import expected
-from .reference import ANSWERS, fingerprint, reference_function
+from .reference import ANSWERS, answer_digest, fingerprint, reference_function
 
 
 def compute() -> dict:
@@ -28,8 +29,8 @@ def compute() -> dict:
     a1 = {}
     for case in liveness_cases():
         intervals, minimum = expected(case)
-        a1[case.name] = {"key": fingerprint(case.graph, case.schedule, case.alignment),
-                         "minimum": minimum, "intervals": intervals}
+        key = fingerprint(case.graph, case.schedule, case.alignment)
+        a1[case.name] = {"key": key, "digest": answer_digest(key, intervals, minimum)}
     a3 = {}
     for case in heuristic_cases():
         budget, _ = budget_for(case_program(case), case.ratio, case.ratio_of)

@@ -66,10 +66,10 @@ class BufferCase:
 # Graphs
 # ---------------------------------------------------------------------------------------
 
-def mlp_graph(batch: int = 4, widths: Sequence[int] = (8, 16, 3)) -> Graph:
-    """A small MLP training step (forward, backward, SGD update): ReLU layers without
-    biases, loss mean(h ** 2)."""
-    return models.mlp_graph(widths, batch, bias=False, loss="pow2", lr=0.1, name="mlp")
+def small_mlp_graph(batch: int = 4, sizes: Sequence[int] = (8, 16, 3)) -> Graph:
+    """The assignments' small MLP training step (forward, backward, SGD update): ReLU
+    layers without biases, loss mean(h ** 2); `models.mlp_graph` builds it."""
+    return models.mlp_graph(sizes, batch, bias=False, loss="pow2", lr=0.1, name="mlp")
 
 
 def residual_graph(batch: int = 3, width: int = 8, blocks: int = 3) -> Graph:
@@ -243,7 +243,7 @@ def _own(name: str, g: Graph) -> PublicGraph:
 
 @functools.cache
 def _public_graphs() -> tuple[PublicGraph, ...]:
-    return (_own("mlp", mlp_graph()), _own("residual", residual_graph()),
+    return (_own("mlp", small_mlp_graph()), _own("residual", residual_graph()),
             _own("chain", chain_graph()), *_model_graphs())
 
 

@@ -17,11 +17,13 @@ back only its eviction choices; the grader replays them for real, NumPy kernels 
 in its own runtime (`replay_choices`), where each must be a candidate and not pinned, and
 judges that run. It passes when the run finishes, every eviction was of an unpinned
 tensor, every score was a number, and the outputs equal a plain run's bit for bit.
-Points: 0.5 for passing plus 0.5 x min(1, (the target's extra compute + 1%) / (yours +
-1%)), extra compute being the compute overhead less 1. The target is the compute overhead
-of the instructor's reference solution (lessons/assignments/solutions/a3.py), which beats
-DTR's h_DTR on most cases: copying h_DTR, the formula lesson 07 shows, earns about 90, not
-100. The reference runs here where it is (`reference.reference_function`); in the students'
+A correct run is the gate; its points are min(1, (the target's extra compute + 1%) /
+(yours + 1%)), extra compute being the compute overhead less 1: finishing alone earns
+nothing (it earned half of each case, so a constant score got 43). The target is the
+compute overhead of the instructor's reference solution
+(lessons/assignments/solutions/a3.py), which beats DTR's h_DTR on most cases: copying
+h_DTR, the formula lesson 07 shows, earns about 83, not 100. The reference runs here
+where it is (`reference.reference_function`); in the students'
 repository its results on the public cases ship as numbers (answers.json), never its
 code. DTR, LRU and MegEngine's formula are shown for comparison; a run that thrashes counts
 as the thrash limit (x10) in the table's geometric mean.
@@ -51,7 +53,7 @@ from .reference import reference_function, shipped
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
 from .runner import Outcome, Remote, is_number, one_blas_thread, run_case, scaled
 
-PASS_POINTS = 0.5
+PASS_POINTS = 0.0   # of a case's point for a correct run alone: correctness is the gate
 SLACK = 0.01          # of the base compute, added to both extras: a tiny gap costs little
 RATIOS = (0.8, 0.6, 0.4)
 RATIO_OF = "total"    # budgets are a ratio of the total peak (the DTR paper's); or "arena"
@@ -71,7 +73,7 @@ MODELS: tuple[tuple[str, str, dict], ...] = (
 TIME_LIMIT = 60.0     # seconds per case, times `time_scale()`
 THRASH_LIMIT = 10.0   # the runtime gives up past this many times the base compute
 FIELDS = ("name", "kind", "node", "size", "cost", "staleness", "last_access", "recomputes",
-          "neighbor_cost", "live_neighbor_cost", "evicted_neighbors", "eqclass_cost",
+          "neighbour_cost", "live_neighbour_cost", "evicted_neighbours", "eqclass_cost",
           "megengine_cost", "ancestor_cost", "address", "free_left", "free_right")
 
 
@@ -530,8 +532,8 @@ def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = Non
         progress, _not_implemented)
     report = GradeReport(
         "A3 eviction heuristic", results, status,
-        scoring=f"per case {PASS_POINTS:g} for a correct run + {1 - PASS_POINTS:g} x "
-                f"min(1, (the target's extra compute + {SLACK:.0%}) / (yours + {SLACK:.0%})); "
+        scoring=f"per correct run, min(1, (the target's extra compute + {SLACK:.0%}) / "
+                f"(yours + {SLACK:.0%})); "
                 "extra compute = compute overhead - 1; the target: the reference solution's "
                 "overhead\n  budgets: " + budget_definition(cases))
     fallback = [name for name, (_, whose) in targets.items() if whose == "dtr"]

@@ -10,8 +10,12 @@ they are made - `end` inclusive [Huawei GE, blog §3], bytes rounded up to `alig
 module; with it, no function of the library answers (`liveness` refuses a node twice).
 
 The expected answers are the reference solution's (`expected`): run here where it is, else
-the answers it gave on the public cases, shipped in `answers.json`. A wrong answer is
-explained with the rule it breaks.
+the digest of the answer it gave on each public case, shipped in `answers.json`, which
+says whether an answer is right and cannot be read back (a lookup of the shipped answers
+finds nothing to copy). A wrong answer is explained with the rule it breaks: every rule
+where the reference is here; where only the digest is, the rules the graph and schedule
+decide alone (which tensors, how many copies, where each starts), then that an end or
+the minimum is wrong, never the right values.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ..errors import GradingError
 from ..graph import Graph, TensorInfo
 from ..memory.liveness import PLANNED_KINDS
 from .cases import GraphCase, liveness_cases, private_liveness_cases
-from .reference import fingerprint, reference_function, shipped
+from .reference import answer_digest, fingerprint, reference_function, shipped
 from .report import CaseResult, GradeReport, finish_report, run_cases
 from .runner import DEFAULT_TIME_LIMIT, Garbage, Outcome, ddmin, run_case, scaled
 
@@ -65,12 +69,13 @@ _expected: dict[tuple, Answer] = {}
 _keep_alive: dict[int, Graph] = {}
 
 
-def expected(case: GraphCase) -> Answer:
+def expected(case: GraphCase) -> Answer | str:
     """The right answer to a case: the reference solution's (lessons/assignments/
-    solutions/a1.py, run in this process), else the answer it gave, shipped in
-    answers.json, for a public or generated case of seed 0 that is still the case it was
-    (`fingerprint`); cached. GradingError where neither is there: the students'
-    repository cannot grade private cases or other seeds."""
+    solutions/a1.py, run in this process), else the DIGEST of the answer it gave (a str,
+    `reference.answer_digest`), shipped in answers.json, for a public or generated case of
+    seed 0 that is still the case it was (`fingerprint`); cached. GradingError where
+    neither is there: the students' repository cannot grade private cases or other
+    seeds."""
     key = (id(case.graph), tuple(case.schedule), case.alignment)
     if key in _expected:
         return _expected[key]
@@ -86,7 +91,9 @@ def expected(case: GraphCase) -> Answer:
                 "(lessons/assignments/solutions/a1.py), which is not here; without it only "
                 "the public cases (seed 0) can be graded, from their shipped answers. Grade "
                 "private cases and other seeds where the reference solution is.")
-        intervals, minimum = entry["intervals"], entry["minimum"]
+        _keep_alive[id(case.graph)] = case.graph
+        _expected[key] = entry["digest"]
+        return entry["digest"]
     answer = ({n: [tuple(int(x) for x in c) for c in copies]
                for n, copies in intervals.items()}, int(minimum))
     _keep_alive[id(case.graph)] = case.graph     # so that no other graph reuses its id
@@ -159,10 +166,13 @@ def judge_liveness(case: GraphCase, out: Outcome) -> tuple[bool, str]:
         if out.traceback:
             msg += "\n" + out.traceback
         return False, msg
-    want, want_min = expected(case)
+    answer = expected(case)
     intervals, minimum, problem = parse_answer(out.value)
     if problem:
         return False, problem
+    if isinstance(answer, str):
+        return judge_by_digest(case, intervals, minimum, answer)
+    want, want_min = answer
     missing = [n for n in want if n not in intervals]
     if missing:
         t = case.graph.tensors[missing[0]]
@@ -180,6 +190,56 @@ def judge_liveness(case: GraphCase, out: Outcome) -> tuple[bool, str]:
     if minimum != want_min:
         return False, explain_minimum(case, minimum)
     return True, ""
+
+
+def copy_starts(case: GraphCase, name: str) -> list[int]:
+    """Where each copy of tensor `name` starts, from the graph and the schedule alone: a
+    leaf (input, parameter, constant) has one copy from step 0; otherwise each run of its
+    producer makes one, at that run's step."""
+    t = case.graph.tensors[name]
+    if t.producer is None:
+        return [0]
+    return [k for k, n in enumerate(case.schedule) if n == t.producer]
+
+
+def judge_by_digest(case: GraphCase, intervals: dict[str, Copies], minimum: Any,
+                    digest: str) -> tuple[bool, str]:
+    """Judge an answer against the shipped digest of the right one: right when the
+    digests agree; when not, the first rule the graph and schedule decide alone that it
+    breaks (the tensors, the number of copies, their starts), else that an end, a byte
+    count or the minimum is wrong - never the right values, which are not here."""
+    g = case.graph
+    missing = [n for n in g.tensors if n not in intervals]
+    if missing:
+        return False, (f"no interval for tensor {missing[0]!r} ({g.tensors[missing[0]].kind}); "
+                       f"every tensor of the graph needs one ({len(missing)} missing)")
+    extra = [n for n in intervals if n not in g.tensors]
+    if extra:
+        return False, f"{extra[0]!r} is not a tensor of this graph"
+    if not isinstance(minimum, int) or isinstance(minimum, bool):
+        return False, (f"the minimum must be an integer number of bytes, got "
+                       f"{_describe(minimum)}")
+    key = fingerprint(case.graph, case.schedule, case.alignment)
+    if answer_digest(key, intervals, minimum) == digest:
+        return True, ""
+    for name in g.tensors:
+        t, starts, got = g.tensors[name], copy_starts(case, name), intervals[name]
+        if len(got) != len(starts):
+            rule = (f"a {t.kind} is a leaf with its own storage: one copy"
+                    if t.producer is None else
+                    f"node {t.producer} runs {_plural(len(starts), 'time')} (steps "
+                    f"{', '.join(map(str, starts))}) and each run makes a new copy: "
+                    f"{_plural(len(starts), 'copy')}, in the order they are made")
+            return False, f"tensor {name!r}: you gave {_plural(len(got), 'copy')}; {rule}"
+        for j, (c, s) in enumerate(zip(got, starts)):
+            if c[0] != s:
+                return False, (f"tensor {name!r}, copy {j + 1}: you said it starts at step "
+                               f"{c[0]}; it is made at step {s}")
+    return False, ("every tensor has the right copies, each starting where it is made, but "
+                   "an end, a byte count or the minimum is not the reference solution's. "
+                   "The public answers ship only as a digest, so this repository cannot "
+                   "say which: check each copy's last read, the alignment, and the minimum "
+                   "(graded where the reference solution is, each is explained)")
 
 
 def _plural(n: int, word: str) -> str:
@@ -365,7 +425,10 @@ def named_case_code(case: GraphCase, fn_name: str, out: Outcome) -> str:
              f"case = liveness_case({case.name!r})",
              f"intervals, minimum = {fn_name}(case.graph, list(case.schedule), "
              "case.alignment)"]
-    want, want_min = expected(case)
+    answer = expected(case)
+    if isinstance(answer, str):   # only its digest is here: nothing to show
+        return "\n".join(lines)
+    want, want_min = answer
     intervals, _, problem = parse_answer(out.value) if out.ok else (None, None, "")
     wrong = [n for n in want if intervals is not None and intervals.get(n) != want[n]]
     if wrong:

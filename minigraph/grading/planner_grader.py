@@ -4,9 +4,14 @@ The student writes `fn(buffers) -> {buffer id: offset}` (a `Placement` is fine t
 Nothing they return is trusted: the validator (`validate_offsets`) decides whether the
 plan is safe, and where the buffers come from a graph, the graph is also RUN in one
 arena laid out by their offsets and its outputs compared bit for bit with a run that
-has no reuse at all. A valid plan earns 0.7 of a case's point; the other 0.3 is for its
-arena: full if it is no larger than the baseline planner's (MXNet's refcount
-simulation [Chen 2016]), less in proportion when it is larger.
+has no reuse at all. A valid plan is the gate; a case's point is a scale from the
+trivial answer to the work asked for, paid by its arena: nothing for one no smaller
+than a plan that reuses nothing (every buffer above the last: the sum of the sizes), all
+of it for one no larger than the baseline planner's (MXNet's refcount simulation
+[Chen 2016]), in proportion of the bytes saved in between; where no reuse is possible
+(every buffer alive with every other), a valid plan is the work and earns the point. So
+stacking every buffer scores 17 (those cases), not the 87.6 of a scale that paid 0.7 of
+each case for validity.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from .runner import (
     scaled,
 )
 
-VALID_POINTS = 0.7
+VALID_POINTS = 0.0   # of a case's point for a valid plan alone: validity is the gate
 BASELINE = "refcount"
 
 
@@ -65,8 +70,8 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
         max_timeouts, progress)
     report = GradeReport(
         "A2 planner", results, status,
-        scoring=f"per case {VALID_POINTS:g} for a valid plan + {1 - VALID_POINTS:.1g} x "
-                f"min(1, {baseline} arena / your arena)")
+        scoring=f"per valid case, the share of the bytes from no reuse (the sum of the "
+                f"sizes) down to {baseline}'s arena that your arena saves")
     if finish_report(report, cases, results, outcomes,
                      lambda case, out: _reproducer(fn, case, out, time_limit, mode, shrink)):
         return report
@@ -125,7 +130,7 @@ def judge_plan(case: BufferCase, out: Outcome, base_arena: int | None = None,
     arena = arena_size(case.buffers, offsets)
     minimum = theoretical_minimum(case.buffers)
     base_arena = arena if base_arena is None else base_arena
-    eff = 1.0 if arena <= base_arena else base_arena / arena
+    eff = arena_share(arena, base_arena, sum(b.size for b in case.buffers))
     metrics = {"arena": arena, "minimum": minimum, baseline: base_arena,
                "ratio": arena / minimum if minimum else 1.0}
     if case.known_optimum is not None:
@@ -134,6 +139,17 @@ def judge_plan(case: BufferCase, out: Outcome, base_arena: int | None = None,
                                  f"{baseline}'s {base_arena} B")
     return CaseResult(case.name, case.source, True, VALID_POINTS + (1 - VALID_POINTS) * eff,
                       msg, out.seconds, metrics), offsets
+
+
+def arena_share(arena: int, base_arena: int, no_reuse: int) -> float:
+    """The arena's share of its case's point: 1 at or below the baseline's arena, 0 at or
+    above `no_reuse` (the arena of a plan that reuses nothing), linear in between; where
+    reuse cannot beat stacking (no_reuse <= the baseline), 1 for a valid plan."""
+    if arena <= base_arena:
+        return 1.0
+    if no_reuse <= base_arena:
+        return 1.0 if arena <= no_reuse else 0.0
+    return max(0.0, (no_reuse - arena) / (no_reuse - base_arena))
 
 
 def validity_problem(case: BufferCase, offsets: dict) -> str:

@@ -6,7 +6,10 @@ A1's expected answers and A3's target overheads come from the reference solution
 Gradescope's autograder) the grader runs them, in its own process (they are trusted), on
 every case, private ones included. Where they are not, the grader uses what they gave on
 the public cases, shipped with the package (`answers.json`, written by `answers`); the
-private cases are graded where the instructor is.
+private cases are graded where the instructor is. A1's answers ship only as a digest
+(`answer_digest`), never readable: a submission that looks them up finds nothing to
+copy. A3's ship as numbers (each case's budget and the target's overhead): a target is
+no answer.
 """
 
 from __future__ import annotations
@@ -65,8 +68,8 @@ ANSWERS = Path(__file__).with_name("answers.json")
 
 @functools.cache
 def shipped() -> dict:
-    """answers.json: {"a1": {case name: {"key", "minimum", "intervals"}}, "a3": {case name:
-    [budget, overhead]}}; empty where it is missing."""
+    """answers.json: {"a1": {case name: {"key", "digest"}}, "a3": {case name: [budget,
+    overhead]}}; empty where it is missing."""
     if not ANSWERS.is_file():
         return {}
     return json.loads(ANSWERS.read_text(encoding="utf-8"))
@@ -78,3 +81,13 @@ def fingerprint(graph: Any, schedule: Sequence[str], alignment: int) -> str:
     text = json.dumps([graph_to_json(graph), list(schedule), alignment], sort_keys=True,
                       default=str)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def answer_digest(key: str, intervals: dict[str, Sequence[Sequence[int]]], minimum: int) -> str:
+    """A digest of an A1 answer - every tensor's copies and the minimum - for the case of
+    fingerprint `key`: two answers have the same digest exactly when they are equal, and
+    the digest does not give the answer back (the copies of a whole case are far too many
+    to try)."""
+    text = json.dumps([key, sorted((str(n), [[int(x) for x in c] for c in copies])
+                                   for n, copies in intervals.items()), int(minimum)])
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

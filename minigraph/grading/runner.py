@@ -1,8 +1,8 @@
 """Running a student's function on one case: in a forked process, with a time limit.
 
-(A student's FILE is never even imported in the grader's process: `sandbox.Submission`
-imports it in a child interpreter, which runs each call as below and sends back plain
-data; `run_case` hands such a `Remote` function its calls.) A student's function is
+(A student's FILE is never even imported in the grader's process: the sandbox wing's
+`Submission` imports it in a child interpreter, which runs each call as below and sends
+back plain data; `run_case` hands such a `Remote` function its calls.) A student's function is
 never run in the grader's own process when the platform can fork:
 each call gets a fresh child (a few milliseconds), so a hang is killed at the time limit,
 a crash (even `os._exit`) is reported, global state a solution changes does not leak
@@ -19,7 +19,6 @@ given explicitly is taken as it is.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import io
 import math
@@ -64,9 +63,10 @@ def scaled(seconds: float) -> float:
     return seconds * time_scale()
 
 
-def _openblas_libraries() -> Iterator[ctypes.CDLL]:
+def _openblas_libraries() -> Iterator[Any]:
     """The OpenBLAS libraries loaded in this process (NumPy's, SciPy's), found in
-    /proc/self/maps; none where that file does not exist (not Linux)."""
+    /proc/self/maps, as `ctypes.CDLL`s; none where that file does not exist (not Linux)."""
+    import ctypes  # only when a check runs: importing the checks loads no foreign-call layer
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
@@ -94,6 +94,7 @@ def one_blas_thread() -> Iterator[None]:
     instead of 1 s for ResNet-50 at 80%). Forked children inherit the setting, and the
     plain reference run is made under it too, so outputs are compared like with like.
     Where no OpenBLAS is found (another BLAS, not Linux) nothing changes."""
+    import ctypes  # only when a check runs: importing the checks loads no foreign-call layer
     restore: list[tuple[Callable, int]] = []
     for lib in _openblas_libraries():
         for set_name, get_name in _OPENBLAS_THREADS:
@@ -148,8 +149,8 @@ class Outcome:
 
 
 class Remote:
-    """A function that lives in another process (`sandbox.Submission`): `run_case` hands
-    it the call instead of running anything here."""
+    """A function that lives in another process (the sandbox wing's `Submission`):
+    `run_case` hands it the call instead of running anything here."""
 
     __name__ = "remote"
 

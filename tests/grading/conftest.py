@@ -7,10 +7,10 @@ Without --student (or MINIGRAPH_STUDENT) these tests grade the reference solutio
 lessons/assignments/solutions/, so the suite stays green. Each assignment is graded once
 per session; its tests then assert on parts of the one report, so a GitHub Classroom
 autograder can give points per test. The option and fixtures live in
-minigraph/grading/pytest_plugin.py (loaded for the whole suite by pyproject.toml).
+minigraph/grading/sandbox/pytest_plugin.py (loaded for the whole suite by pyproject.toml).
 """
 
-from minigraph.grading.pytest_plugin import (  # noqa: F401
+from minigraph.grading.sandbox.pytest_plugin import (  # noqa: F401
     a1_report,
     a2_report,
     a3_report,

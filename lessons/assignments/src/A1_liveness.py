@@ -59,7 +59,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 import numpy as np
 
 from minigraph.grading import check_liveness, load_solution
-from minigraph.grading.cases import mlp_graph
+from minigraph.grading.cases import small_mlp_graph
 
 # %% [markdown]
 # ## An example
@@ -68,7 +68,7 @@ from minigraph.grading.cases import mlp_graph
 # gradient pass, and the two SGD updates. What each node reads and writes:
 
 # %%
-g = mlp_graph()
+g = small_mlp_graph()
 program = [n.name for n in g.nodes]
 for step, name in enumerate(program):
     node = g.node(name)

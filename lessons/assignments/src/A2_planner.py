@@ -23,9 +23,10 @@
 # **Scoring.** Nothing you return is trusted: the library's validator
 # (`minigraph.memory.validate_offsets`) decides whether a plan is safe, and where the
 # buffers come from a graph, the graph is *run* in one arena laid out by your offsets and
-# its outputs compared bit for bit with a run without reuse. A valid plan earns 70% of a
-# case; the other 30% is for an arena no larger than the `refcount` planner's (less in
-# proportion when larger). A leaderboard compares your arena with every planner of the
+# its outputs compared bit for bit with a run without reuse. A valid plan is the gate; a
+# case then pays for the bytes your arena saves: nothing for a plan that reuses nothing
+# (every buffer stacked above the last), all of it for an arena no larger than the
+# `refcount` planner's, in proportion in between. A leaderboard compares your arena with every planner of the
 # library, as a ratio to the theoretical minimum.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
@@ -40,7 +41,7 @@ except ModuleNotFoundError:          # a clone without `pip install -e .`: use t
 
 from minigraph.errors import PlanError
 from minigraph.grading import check_planner, load_solution
-from minigraph.grading.cases import mlp_graph
+from minigraph.grading.cases import small_mlp_graph
 from minigraph.memory import Buffer, theoretical_minimum, validate_offsets
 
 # %% [markdown]
@@ -50,7 +51,7 @@ from minigraph.memory import Buffer, theoretical_minimum, validate_offsets
 # (sizes rounded up to 64 bytes):
 
 # %%
-g = mlp_graph()
+g = small_mlp_graph()
 buffers = mg.liveness(g, alignment=64).buffers()
 for b in sorted(buffers, key=lambda b: b.start):
     print(f"{b.id:16} steps [{b.start:2}, {b.end:2}]  {b.size:4} B")

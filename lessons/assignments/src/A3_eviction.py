@@ -26,7 +26,7 @@
 # that reads or writes it runs: evicting it would pull its bytes from under the kernel.
 #
 # **h_DTR is where you start, not where you finish.** Typed in as it stands, it passes
-# every case and scores about 90: the full marks of each case go to a heuristic that needs
+# every case and scores about 83: the full marks of each case go to a heuristic that needs
 # no more compute than the *target*, your instructor's reference heuristic, which beats
 # h_DTR on most of the graded models (its numbers are in the check's table; its code is
 # not yours to read). Ask what h_DTR weighs alike that is not alike, and what the fields
@@ -61,9 +61,10 @@
 # unrolled over 48 steps, small enough that a run takes a second or two - and, where your
 # instructor adds them, programs you have not seen. A case passes when the run finishes, no
 # pinned tensor was chosen, every score was a number, and the outputs equal a plain run's
-# bit for bit: half of the case. The other half compares your *extra compute* (compute
-# overhead - 1; the overhead is total compute / compute without recomputation) with the
-# target's: full when yours is no larger, else (the target's + 1%) / (yours + 1%). DTR's,
+# bit for bit; finishing alone earns nothing. A passing case's points compare your *extra
+# compute* (compute overhead - 1; the overhead is total compute / compute without
+# recomputation) with the target's: full when yours is no larger, else (the target's + 1%)
+# / (yours + 1%). DTR's,
 # LRU's and MegEngine's overheads are shown beside; a run that thrashes (stops at 10x the
 # compute without recomputation) counts as x10 in the table's geometric mean. Which tensor
 # is cheap to recompute matters, not only which was used last: the chain below shows what

@@ -34,11 +34,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import GradingError
-from ..graph import Graph
-from . import heuristic_grader, isolation, liveness_grader, planner_grader
-from .cases import graph_from_json, graph_to_json
-from .runner import Garbage, Outcome, Remote, run_case, scaled
+from ...errors import GradingError
+from ...graph import Graph
+from .. import heuristic_grader, liveness_grader, planner_grader
+from ..cases import graph_from_json, graph_to_json
+from ..loader import load_function, notebook_source
+from ..runner import Garbage, Outcome, Remote, run_case, scaled
+from . import isolation
 from .tamper import changed_names, snapshot, source_tampering
 
 LOAD_TIME_LIMIT = 60.0       # seconds to start the child and import the file, scaled
@@ -489,7 +491,6 @@ class _Wire:
 def submission_source(path: Path) -> str:
     """The code a submission runs: a .py file's text, a notebook's graded cells."""
     if path.suffix == ".ipynb":
-        from . import notebook_source  # grading/__init__ imports this module: not at the top
         try:
             return notebook_source(path)
         except (ValueError, KeyError, TypeError):   # not a notebook: loading will say so
@@ -524,7 +525,6 @@ def child_main() -> None:
         out.write(json.dumps(msg, allow_nan=True) + "\n")
         out.flush()
 
-    from . import load_function  # grading/__init__ imports this module: not at the top
     before = snapshot()
     try:
         fn = load_function(path, name)

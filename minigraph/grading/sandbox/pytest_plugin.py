@@ -1,8 +1,8 @@
 """pytest integration: a `--student PATH` option and one report fixture per assignment.
 
 tests/grading/conftest.py imports these; a course repository without that folder can
-load them as a plugin: `pytest -p minigraph.grading.pytest_plugin -m a2 --student=FILE`.
-Without --student (or MINIGRAPH_STUDENT) the reference solution is graded.
+load them as a plugin: `pytest -p minigraph.grading.sandbox.pytest_plugin -m a2
+--student=FILE`. Without --student (or MINIGRAPH_STUDENT) the reference solution is graded.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import os
 
 import pytest
 
-from . import grade, reference_solution_path
-from .report import GradeReport
+from ..reference import reference_solution_path
+from ..report import GradeReport
+from . import grade
 
 # The pytest grading keeps the A2 leaderboard to the fast planners.
 PYTEST_OPTIONS = {"a2": {"leaderboard": ("refcount", "greedy-size", "bestfit")}}

@@ -1,5 +1,5 @@
-"""How far a submission's process is kept from the grader: what `sandbox.Submission` asks
-of the platform before it starts one, and how it makes sure none is left afterwards.
+"""How far a submission's process is kept from the grader: what `submission.Submission`
+asks of the platform before it starts one, and how it makes sure none is left afterwards.
 
 A student's file must not be able to change its grade by any other way than its answers.
 The grader does not build a jail of its own; it uses what the platform gives:
@@ -51,7 +51,7 @@ OPEN_FILES = 1024
 ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
        "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/localtime")
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-PACKAGE = Path(__file__).resolve().parents[1]        # the minigraph package
+PACKAGE = Path(__file__).resolve().parents[2]        # the minigraph package
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38   # prctl(2)
 
 
@@ -264,7 +264,7 @@ def probe(jail: Jail) -> str:
     held = lock(jail)   # a grading elsewhere kills every process of the sandbox user
     folder = make_folder(jail)
     try:
-        cmd, kw = child_command(jail, "minigraph.grading.isolation:probe_main",
+        cmd, kw = child_command(jail, f"{__name__}:probe_main",
                                 [child_config(jail, 0, 60)], folder)
         user = jail.user[0] if jail.user else "grader"
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=folder,

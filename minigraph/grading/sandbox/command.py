@@ -2,7 +2,7 @@
 [--gradescope OUT] [--min-score S] [--private DIR] [--quiet]`.
 
 Grades FILE (a .py or .ipynb; default: the reference solution), imported and run only in
-a child process (`sandbox.Submission`), printing each case as it is judged, then the
+a child process (`submission.Submission`), printing each case as it is judged, then the
 report. Exit status 0 when the score reaches --min-score (default 100), else 1 (a file
 that cannot be loaded, exits, hangs or sends garbage included): what a GitHub Classroom
 "command grader" step needs. --gradescope writes Gradescope's results.json. The files
