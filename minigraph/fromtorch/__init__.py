@@ -72,7 +72,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ops.opaque import OpaqueOpError
-from .capture import TorchImportError, TorchMissingError, as_tuple, capture, require_torch
+from .aten import RULES
+from .capture import (
+    TorchImportError,
+    TorchMissingError,
+    as_tuple,
+    capture,
+    decompositions,
+    require_torch,
+)
 from .importer import ImportReport, TorchModel, convert, make_batch_fn
 
 __all__ = ["ImportReport", "OpaqueOpError", "TorchImportError", "TorchMissingError",
@@ -95,7 +103,7 @@ def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
     if not isinstance(lr, (int, float)) or isinstance(lr, bool):
         raise TorchImportError(f"from_torch: lr must be a number, not {lr!r}")
     label = name or f"torch_{type(module).__name__.lower()}"
-    cap = capture(module, inputs, loss_fn, targs)
+    cap = _captured(torch, module, inputs, loss_fn, targs, label)
     make_batch = make_batch_fn(cap)
 
     def at(lr: float) -> TorchModel:
@@ -105,6 +113,24 @@ def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
         return TorchModel(label, graph, loss, params, float(lr), make_batch, desc,
                           {"lr": float(lr), "import_report": rep}, at, rep)
     return at(lr)
+
+
+def _captured(torch: Any, module: Any, inputs: tuple, loss_fn: Callable[..., Any],
+              targets: tuple, label: str) -> Any:
+    """The step captured with PyTorch's decompositions, except for the ops minigraph maps
+    whole (its fused kernels); an op kept whole whose rule then refuses a call (BCE with
+    `pos_weight`, `nll_loss` with a weight) is decomposed instead on a second capture."""
+    keep = set(RULES)
+    table = {op.name().split("::")[-1].split(".")[0]
+             for op in decompositions(torch, lambda op: False)}
+    for _ in range(3):
+        cap = capture(module, inputs, loss_fn, targets, keep=keep.__contains__)
+        rep = convert(cap, torch, 0.1, label, type(module).__name__)[3]
+        redo = {aten.split(".")[1] for _, aten, _ in rep.opaque} & keep & table
+        if not redo:
+            return cap
+        keep -= redo
+    return cap
 
 
 def report(model: TorchModel) -> ImportReport:

@@ -288,6 +288,8 @@ def _attention(c, n):
     # reads the probabilities instead (`c.stash`), so the log-sum-exp is made only if
     # something else reads it.
     q, k, v = (c.arg(n, i) for i in range(3))
+    if c.arg(n, 3, 0.0):        # PyTorch's decomposition of the kernel draws its dropout
+        raise Unmapped(f"attention with dropout_p={c.arg(n, 3)} (decomposed instead)")
     causal, mask = c.arg(n, 4, False), c.kwarg(n, "attn_mask", None)
     scale = _attention_scale(q, c.kwarg(n, "scale", None))
     s = ops.mul_scalar(ops.matmul(q, k, tb=True), scale)
