@@ -103,11 +103,13 @@ def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
     if not isinstance(lr, (int, float)) or isinstance(lr, bool):
         raise TorchImportError(f"from_torch: lr must be a number, not {lr!r}")
     label = name or f"torch_{type(module).__name__.lower()}"
-    cap = _captured(torch, module, inputs, loss_fn, targs, label)
+    cap, first = _captured(torch, module, inputs, loss_fn, targs, label, float(lr))
     make_batch = make_batch_fn(cap)
 
     def at(lr: float) -> TorchModel:
-        graph, loss, params, rep = convert(cap, torch, float(lr), label, type(module).__name__)
+        done = first.pop(float(lr), None)          # the capture's own conversion, once
+        graph, loss, params, rep = done or convert(cap, torch, float(lr), label,
+                                                   type(module).__name__)
         desc = (f"PyTorch {type(module).__name__} imported"
                 + ("" if rep.runs else f", {len(rep.opaque)} opaque nodes (plans, does not run)"))
         return TorchModel(label, graph, loss, params, float(lr), make_batch, desc,
@@ -116,21 +118,22 @@ def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
 
 
 def _captured(torch: Any, module: Any, inputs: tuple, loss_fn: Callable[..., Any],
-              targets: tuple, label: str) -> Any:
+              targets: tuple, label: str, lr: float) -> tuple[Any, dict]:
     """The step captured with PyTorch's decompositions, except for the ops minigraph maps
     whole (its fused kernels); an op kept whole whose rule then refuses a call (BCE with
-    `pos_weight`, `nll_loss` with a weight) is decomposed instead on a second capture."""
+    `pos_weight`, `nll_loss` with a weight) is decomposed instead on a second capture.
+    Returns the capture and {lr: its conversion at lr}."""
     keep = set(RULES)
     table = {op.name().split("::")[-1].split(".")[0]
              for op in decompositions(torch, lambda op: False)}
     for _ in range(3):
         cap = capture(module, inputs, loss_fn, targets, keep=keep.__contains__)
-        rep = convert(cap, torch, 0.1, label, type(module).__name__)[3]
-        redo = {aten.split(".")[1] for _, aten, _ in rep.opaque} & keep & table
+        done = convert(cap, torch, lr, label, type(module).__name__)
+        redo = {aten.split(".")[1] for _, aten, _ in done[3].opaque} & keep & table
         if not redo:
-            return cap
+            break
         keep -= redo
-    return cap
+    return cap, {lr: done}
 
 
 def report(model: TorchModel) -> ImportReport:

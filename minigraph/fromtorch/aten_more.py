@@ -121,6 +121,8 @@ def _logical_not(c, n):
 @rule("bitwise_and", "bitwise_or", "bitwise_xor", args="self other")
 def _bitwise(c, n):                     # `mask_a & mask_b` on bool masks
     a, b = c.arg(n, 0), c.arg(n, 1)
+    if isinstance(b, bool):              # the .Scalar overload: a Python bool
+        b = constant(np.array(b), dtype="bool")
     if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype == "bool"):
         raise Unmapped("bitwise ops on integers (bool masks map)")
     return ops.logical(a, c.short(n).removeprefix("bitwise_"), b)

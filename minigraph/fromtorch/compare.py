@@ -15,8 +15,8 @@ ReLU masks flip on values near 0), and torchvision's ResNet-18 differs from its 
 run by up to 1e-1 relative on some gradients. A float32 difference alone cannot tell a
 wrong import from rounding: `check.rounding` is PyTorch's own float32 gradients against
 PyTorch's float64 ones (the size rounding reaches on this model), and `compare(...,
-float64=True)` re-runs both sides in float64, where an exact import agrees to ~1e-10: that
-re-run decides.
+float64=True)` re-runs both sides in float64, where an exact import agrees to ~1e-10 (to
+~1e-7 on a deep net whose last batch norms see a batch of 2): that re-run decides.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..ops.registry import KernelContext, get_op
 from .capture import TorchImportError, as_tuple, require_torch
 
 FLOAT32_TOLERANCE = 1e-3    # relative to a gradient's largest element
-FLOAT64_TOLERANCE = 1e-8
+FLOAT64_TOLERANCE = 1e-6   # deep nets with batch norm over 2 values amplify even float64
 #: Below this fraction of the step's largest gradient element, a gradient is measured
 #: against that fraction instead of its own size (see `_errors`).
 ZERO_FLOOR = {"float16": 1e-2, "float32": 1e-3, "float64": 1e-6}
