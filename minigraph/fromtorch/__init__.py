@@ -32,8 +32,18 @@ What the import keeps and loses (`model.report` says it for one model):
   import (`h.relu_()` imports as relu); one that survives, or a step that writes into
   its inputs or parameters, is refused (`TorchImportError`). minigraph's planners then
   find their own in-place hand-overs.
-- Random ops (dropout in train mode, rand, bernoulli): refused, naming the node; call
-  `module.eval()` or set p=0.
+- Composite ops: the step is traced with PyTorch's own decomposition table into Core ATen
+  ops [PyTorch Core ATen] (`capture.decompositions`), except the ops minigraph maps whole:
+  its fused kernels keep their workspace and saved statistics, ReLU/GELU/SiLU their
+  in-place capability. A kept op whose rule refuses a call (cross-entropy with class
+  weights, BCE with `pos_weight`) is decomposed instead, on a second capture.
+  `minigraph.fromtorch.coverage` checks the Core ATen opset op by op.
+- Random ops (train-mode dropout, rand, randn, their `_like` forms, bernoulli): seeded
+  random ops (`minigraph.ops.random`), their draw a pure function of (seed, node key,
+  step), so DTR's recomputation draws the same. `compare(model, module, ...)` checks a
+  step against PyTorch's, feeding PyTorch the same noise, and says how far float32
+  rounding reaches (a float64 re-run decides). Other random ops (randint, randperm,
+  multinomial) are refused, saying to pass the draw as an input.
 - Buffers (batch-norm running statistics, attention masks): read as constants; their
   updates are dropped (train-mode batch norm normalises with the batch statistics, so the
   step's loss and gradients are PyTorch's; only the running averages are not advanced).
@@ -81,10 +91,11 @@ from .capture import (
     decompositions,
     require_torch,
 )
+from .compare import StepCheck, compare
 from .importer import ImportReport, TorchModel, convert, make_batch_fn
 
-__all__ = ["ImportReport", "OpaqueOpError", "TorchImportError", "TorchMissingError",
-           "TorchModel", "from_torch", "report"]
+__all__ = ["ImportReport", "OpaqueOpError", "StepCheck", "TorchImportError",
+           "TorchMissingError", "TorchModel", "compare", "from_torch", "report"]
 
 
 def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
