@@ -22,7 +22,7 @@ import minigraph as mg
 from minigraph.ops import gather as gx
 from minigraph.ops.activations import clamp_grad
 from minigraph.ops.registry import apply1
-from minigraph.ops.unary_more import expm1, log1p
+from minigraph.ops.unary_more import expm1, log1p, unary
 
 X34 = [("x", (3, 4), "float")]
 XT34 = [("x", (3, 4), "float"), ("t", (3, 4), "float")]
@@ -66,7 +66,7 @@ _NEW = types.SimpleNamespace(
                                                {"axis": axis, "shape": shape}),
     index_grad=lambda g, where, idx, shape: apply1("index_grad", [g, *idx],
                                                    {"where": where, "shape": shape}),
-    log1p=log1p, expm1=expm1)
+    log1p=log1p, expm1=expm1, unary=lambda op, x: unary(op, x))
 
 
 def _n(m):
@@ -110,6 +110,14 @@ CASES += [
     C("log1p", [("x", (3, 4), "pos")], lambda m, x: _n(m).log1p(x)),
     C("expm1", X34, lambda m, x: _n(m).expm1(x)),
 ]
+_RNG = np.random.default_rng(5)
+_DOMAIN = {"asin": _RNG.uniform(-0.8, 0.8, (3, 4)), "acos": _RNG.uniform(-0.8, 0.8, (3, 4)),
+           "atanh": _RNG.uniform(-0.8, 0.8, (3, 4)), "tan": _RNG.uniform(-1.0, 1.0, (3, 4)),
+           "acosh": _RNG.uniform(1.2, 2.0, (3, 4)), "log2": "pos", "log10": "pos"}
+CASES += [C(f"unary_{op}", [("x", (3, 4), _DOMAIN.get(op, "float"))],
+            lambda m, x, op=op: _n(m).unary(op, x))
+          for op in ("sin", "cos", "tan", "sinh", "cosh", "atan", "asin", "acos", "asinh",
+                     "acosh", "atanh", "log2", "log10")]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
@@ -137,7 +145,7 @@ def more_namespace(torch, case: Case, data: dict):
         smooth_l1=lambda x, t, beta=1.0, reduction="mean": F.smooth_l1_loss(
             x, t, reduction=red[reduction], beta=beta),
         gather=torch.gather, take=torch.index_select, flip=torch.flip, cumsum=torch.cumsum,
-        log1p=torch.log1p, expm1=torch.expm1,
+        log1p=torch.log1p, expm1=torch.expm1, unary=lambda op, x: getattr(torch, op)(x),
         scatter=lambda x, a, i, s, mode: x.scatter_add(a, i, s) if mode == "scatter_add"
         else x.scatter(a, i, s),
         index=lambda x, where, idx: torch.ops.aten.index(x, _torch_index(where, idx)),
@@ -190,10 +198,45 @@ def more_graph() -> mg.Graph:
         h = mg.where(big, h, h * 0.5) + mg.sign(h) * 0.1
         steps = mg.div_round(h, mg.constant(np.full((6,), 0.75, np.float32)), "floor")
         h = h + steps * 0.01
+        h = h + _new_ops_of_issue_47(h)
         h64 = mg.cast(h, "float64")
         p = mg.cast(mg.mean(h64 * h64, axis=(2, 3)), "float32")
         loss = mg.bce_with_logits(p, t) + mg.smooth_l1(p, t, 0.5)
         return mg.training_graph(loss, [w, s, g, b], lr=0.1, name="more")
+
+
+def _new_ops_of_issue_47(h: mg.Tensor) -> mg.Tensor:
+    """A term using every op of gather.py, random.py and unary_more.py (and so, through
+    the training graph, their gradient ops), for the zoo of tests/test_ops.py."""
+    from minigraph.ops.random import random
+    const = mg.constant
+    flat = mg.reshape(h, (8, 36))
+    i8 = const(np.array([[3, 0, 7, 3] * 9, [1, 1, 2, 6] * 9]), dtype="int64")   # [2, 36]
+    perm = const(np.arange(36)[None, :].repeat(2, 0) % 8, dtype="int64")
+    t = gx.gather(flat, 0, i8) + gx.take(flat, 1, const(np.array([5, 1, 5, 30]),
+                                                        dtype="int64")).sum() * 0.01
+    s = gx.scatter(flat, 0, perm, t, "scatter") + gx.scatter(flat, 0, i8, t, "scatter_add")
+    rows, cols = const(np.array([[0], [7]]), dtype="int64"), const(np.array([2, 2, 9]),
+                                                                     dtype="int64")
+    picked = gx.index(s, (True, True), [rows, cols])                       # [2, 3]
+    s = gx.index_put(s, (True, True), [rows, cols], picked * 2.0, True)
+    s = gx.index_put(s, (True,), [const(np.array([4]), dtype="int64")], s[0], False)
+    s = gx.cumsum(gx.flip(s, (1,)), 1) * 0.1 + gx.sort(s, 1, True)[0]
+    top = gx.sort(s, 0, True, 3)[0]
+    th = mg.tanh(s) * 0.9
+    sq = s * s
+    u = log1p(sq) + expm1(th) + top.sum() * 0.01
+    for op in ("sin", "cos", "tan", "sinh", "cosh", "atan", "asin", "acos", "asinh",
+               "atanh"):
+        u = u + unary(op, th) * 0.01
+    u = u + (unary("acosh", sq + 1.5) + unary("log2", sq + 0.5)
+             + unary("log10", sq + 0.5)) * 0.01
+    for op in ("floor", "ceil", "trunc", "round"):
+        u = u + s * unary(op, s) * 0.001
+    u = u * mg.cast(mg.logical_not(unary("isinf", s)), "float32")
+    noise = (random(u, "uniform", u.shape, "float32") + random(u, "normal", u.shape, "float32")
+             + random(u, "bernoulli", u.shape, "float32", p=0.3)) * 0.001
+    return mg.reshape(u + noise, h.shape)
 
 
 def test_more_graph_uses_every_new_op():

@@ -19,7 +19,7 @@ from ..graph import Tensor, constant
 from ..ops import gather as gx
 from ..ops.random import random
 from ..ops.registry import apply1
-from ..ops.unary_more import expm1, log1p
+from ..ops.unary_more import UNARY, expm1, log1p, unary
 from .aten import PoolIndices, Unmapped, cast_to, rule, scalar
 from .aten_more import _clamp as _clamp_numbers
 
@@ -262,3 +262,8 @@ def _any(c, n):
     nonzero = ops.cast(ops.compare(x, "ne", 0) if x.dtype != "bool" else x, "float32")
     return ops.compare(ops.max(nonzero, axis=axes, keepdims=bool(c.arg(n, 2, False))), "gt",
                        0.5)
+
+
+@rule(*UNARY, args="self")
+def _unary(c, n):
+    return unary(c.short(n), c.arg(n, 0))

@@ -23,9 +23,7 @@ _SYM = ("a symbolic size or a number read from a tensor: data-dependent, refused
         "needs static shapes)")
 UNSUPPORTED: dict[str, str] = {
     **{f"aten.{op}.default": _NO_OP for op in (
-        "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh",
-        "tan", "erf", "log10", "log2", "ceil", "floor", "round", "trunc", "isinf",
-        "_cdist_forward", "_pdist_forward", "_embedding_bag", "col2im", "grid_sampler_2d",
+        "erf", "_cdist_forward", "_pdist_forward", "_embedding_bag", "col2im", "grid_sampler_2d",
         "masked_scatter", "prod", "diagonal", "atan2")},
     "aten.atan2.out": _NO_OP, "aten.prod.dim_int": _NO_OP,
     "aten.fmod.Tensor": _NO_OP, "aten.remainder.Tensor": _NO_OP,
@@ -79,6 +77,14 @@ def core_ops() -> list[str]:
             if torch.Tag.core in getattr(packet, o).tags:
                 found.add(str(getattr(packet, o)))
     return sorted(found)
+
+
+def _plain(torch: Any, op: str) -> Callable[..., Any]:
+    return lambda h, h4: getattr(torch, op)(h)
+
+
+def _stepped(torch: Any, op: str) -> Callable[..., Any]:
+    return lambda h, h4: h * getattr(torch, op)(3 * h)     # no gradient through op itself
 
 
 def _probes(torch: Any) -> dict[str, Callable[..., Any]]:
@@ -215,6 +221,18 @@ def _probes(torch: Any) -> dict[str, Callable[..., Any]]:
         "aten.var.correction": lambda h, h4: h.var(1),
         "aten.view.default": lambda h, h4: h.view(4, 3),
         "aten.where.self": lambda h, h4: torch.where(h > 0, h, h * h),
+        **{f"aten.{op}.default": _plain(torch, op)
+           for op in ("sin", "cos", "sinh", "cosh", "atan", "asinh")},
+        "aten.tan.default": lambda h, h4: torch.tan(torch.tanh(h)),
+        "aten.asin.default": lambda h, h4: torch.asin(0.9 * torch.tanh(h)),
+        "aten.acos.default": lambda h, h4: torch.acos(0.9 * torch.tanh(h)),
+        "aten.atanh.default": lambda h, h4: torch.atanh(0.9 * torch.tanh(h)),
+        "aten.acosh.default": lambda h, h4: torch.acosh(h.abs() + 1.5),
+        "aten.log2.default": lambda h, h4: torch.log2(h.abs() + 0.5),
+        "aten.log10.default": lambda h, h4: torch.log10(h.abs() + 0.5),
+        **{f"aten.{op}.default": _stepped(torch, op)
+           for op in ("floor", "ceil", "trunc", "round")},
+        "aten.isinf.default": lambda h, h4: h * ~torch.isinf(h),
         "aten.upsample_nearest2d.vec": lambda h, h4: F.interpolate(h4, scale_factor=2),
         "aten.upsample_bilinear2d.vec": lambda h, h4: F.interpolate(
             h4, scale_factor=2, mode="bilinear"),

@@ -64,7 +64,13 @@ def _gather_infer(a, x, idx):
     return [(tuple(idx.shape), x.dtype)]
 
 
+def _temp_out(a, ins, outs) -> int:
+    """The gathered values are made, then copied into the output: one output's bytes."""
+    return numel(outs[0]) * np.dtype(outs[0].dtype).itemsize
+
+
 defop("gather", infer=_gather_infer, differentiable=(0,), flops=lambda a, i, o: 0,
+      workspace=_temp_out,
       forward=lambda ctx, a, ins, outs: outs[0].__setitem__(
           ..., ins[0][_along(ctx.xp, ins[1], a["axis"])]),
       grad=lambda a, ins, outs, g: [
@@ -192,6 +198,7 @@ def _index_grad_fw(ctx, a, ins, outs):
 
 
 defop("index", infer=_index_infer, differentiable=(0,), flops=lambda a, i, o: 0,
+      workspace=_temp_out,
       forward=lambda ctx, a, ins, outs: outs[0].__setitem__(
           ..., ins[0][_np_where(ctx.xp, a["where"], ins[1:])]),
       grad=lambda a, ins, outs, g: [
@@ -300,7 +307,7 @@ def _sort_grad(a, ins, outs, g):
 
 defop("sort", infer=_sort_infer, forward=_sort_fw, grad=_sort_grad,
       flops=lambda a, i, o: numel(i[0]) * max(1, int(np.log2(max(2, i[0].shape[a["axis"]])))),
-      workspace=lambda a, i, o: 3 * numel(i[0]) * 8)
+      workspace=lambda a, i, o: numel(i[0]) * (24 + 2 * np.dtype(i[0].dtype).itemsize))
 
 
 def sort(x: Tensor, axis: int = -1, descending: bool = False,

@@ -80,7 +80,9 @@ def _flops(attrs, ins, outs):
 
 
 def _workspace(attrs, ins, outs):
-    return numel(outs[0]) * 8 * (4 if attrs["kind"] == "normal" else 2)
+    # the draw is made in float64 on the host: the counters, their hash and the uniforms
+    # (and, for normal noise, a second stream and the transform's temporaries)
+    return numel(outs[0]) * 8 * (8 if attrs["kind"] == "normal" else 4)
 
 
 defop("random", infer=_infer, forward=_forward, differentiable=(), flops=_flops,
