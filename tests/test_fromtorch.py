@@ -51,18 +51,18 @@ def _cnn():
     return net, torch.randn(3, 3, 8, 8), torch.randint(0, 5, (3,))
 
 
-class _Atan(nn.Module):
+class _Erf(nn.Module):
     def forward(self, x):
-        return torch.atan(x)
+        return torch.erf(x)
 
 
-def _atan_mlp():
-    """atan: a Core ATen op minigraph has no op for (and PyTorch no decomposition of), so
+def _erf_mlp():
+    """erf: a Core ATen op minigraph has no op for (and PyTorch no decomposition of), so
     it stays opaque; its backward decomposes into elementwise ops, which map."""
     torch.manual_seed(2)
-    net = nn.Sequential(nn.Linear(8, 16), _Atan(), nn.Linear(16, 4))
+    net = nn.Sequential(nn.Linear(8, 16), _Erf(), nn.Linear(16, 4))
     x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
-    return from_torch(net, (x,), F.cross_entropy, targets=(y,), name="atan_mlp")
+    return from_torch(net, (x,), F.cross_entropy, targets=(y,), name="erf_mlp")
 
 
 def _pytorch_step(net, x, y, loss_fn=F.cross_entropy):
@@ -239,25 +239,25 @@ def test_with_lr_rebuilds_the_update_and_make_batch_keeps_shapes():
 # --- opaque ops ------------------------------------------------------------------------------
 
 def test_opaque_op_carries_pytorch_shapes_flops_and_refuses_to_run():
-    model = _atan_mlp()
+    model = _erf_mlp()
     g = model.graph
     opq = [n for n in g if n.op == "opaque"]
-    assert {n.attr["aten"] for n in opq} == {"aten.atan.default"}
+    assert {n.attr["aten"] for n in opq} == {"aten.erf.default"}
     assert not model.report.runs and len(model.report.opaque) == 1
     for n in opq:
         out = g.tensors[n.outputs[0]]
         assert out.shape == (4, 16) and out.dtype == "float32" and flops_of(g, n) > 0
-    with pytest.raises(OpaqueOpError, match=r"aten_atan_0.*aten\.atan\.default"):
+    with pytest.raises(OpaqueOpError, match=r"aten_erf_0.*aten\.erf\.default"):
         mg.Executor(g, device="cpu").run(model.feeds(0))
     planned = mg.plan_memory(g, planner="ge", inplace=True)
-    with pytest.raises(OpaqueOpError, match="no op for aten.atan"):   # says why
+    with pytest.raises(OpaqueOpError, match="no op for aten.erf"):   # says why
         mg.Executor(g, planned, device="cpu").run(model.feeds(0))
-    with pytest.raises(OpaqueOpError, match="aten_atan_0"):        # DTR's real mode too
+    with pytest.raises(OpaqueOpError, match="aten_erf_0"):        # DTR's real mode too
         mg.DTRExecutor(g, ratio=1.0, device="cpu").run(model.feeds(0))
 
 
 def test_graph_with_opaque_ops_plans_with_every_planner():
-    g = _atan_mlp().graph
+    g = _erf_mlp().graph
     for planner in sorted(PLANNERS):
         args = options_for(planner, {"time_limit": 0.5, "seed": 0})
         rep = mg.plan_memory(g, mg.MemoryOptions(planner=planner, inplace=True,
@@ -271,7 +271,7 @@ def test_graph_with_opaque_ops_plans_with_every_planner():
 
 
 def test_graph_with_opaque_ops_replays_through_every_online_allocator():
-    g = _atan_mlp().graph
+    g = _erf_mlp().graph
     trace = trace_from_schedule(g)
     opaque_out = {o for n in g if n.op == "opaque" for o in n.outputs}
     assert opaque_out & {e[1] for e in trace}          # the opaque outputs are allocated
@@ -283,7 +283,7 @@ def test_graph_with_opaque_ops_replays_through_every_online_allocator():
 
 
 def test_graph_with_opaque_ops_simulates_under_dtr():
-    g = _atan_mlp().graph
+    g = _erf_mlp().graph
     full = simulate(g, ratio=1.0)
     assert full.evictions == 0
     done = []

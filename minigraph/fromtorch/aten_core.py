@@ -267,3 +267,116 @@ def _any(c, n):
 @rule(*UNARY, args="self")
 def _unary(c, n):
     return unary(c.short(n), c.arg(n, 0))
+
+
+# --- compositions of minigraph ops (the joint graph carries their gradients) ----------------
+
+@rule("amin", args="self dim keepdim")
+def _amin(c, n):
+    x = c.arg(n, 0)
+    dims = c.arg(n, 1, None)
+    axes = None if not dims else tuple(d % x.ndim for d in dims)
+    return ops.neg(ops.max(ops.neg(x), axis=axes, keepdims=bool(c.arg(n, 2, False))))
+
+
+def _first_of_sorted(x: Tensor, dim, keepdim: bool, largest: bool) -> tuple[Tensor, Tensor]:
+    """(values, int64 indices) of the max (min) along `dim`, the first of ties (a stable
+    sort keeps them in order, as PyTorch's argmax returns the first)."""
+    if dim is None:
+        x, dim = ops.reshape(x, (-1,)), 0
+    dim = dim % x.ndim
+    values, indices = gx.sort(x, dim, descending=largest, k=1)
+    if keepdim:
+        return values, indices
+    shape = [s for k, s in enumerate(x.shape) if k != dim]
+    return ops.reshape(values, shape), ops.reshape(indices, shape)
+
+
+@rule("max", "min", args="self dim keepdim")
+def _max_dim(c, n):
+    if len(n.args) < 2:
+        raise Unmapped("max/min over every element (aten.max.default: amax maps)")
+    return _first_of_sorted(c.arg(n, 0), c.arg(n, 1), bool(c.arg(n, 2, False)),
+                            c.short(n) == "max")
+
+
+@rule("argmax", "argmin", args="self dim keepdim")
+def _argmax(c, n):
+    x, dim, keep = c.arg(n, 0), c.arg(n, 1, None), bool(c.arg(n, 2, False))
+    if dim is None and keep:
+        raise Unmapped("argmax over every element with keepdim=True")
+    return _first_of_sorted(x, dim, keep, c.short(n) == "argmax")[1]
+
+
+@rule("constant_pad_nd", args="self pad value")
+def _constant_pad(c, n):
+    x, pad, value = c.arg(n, 0), list(c.arg(n, 1)), float(c.arg(n, 2, 0))
+    y = x
+    for k in range(len(pad) // 2):                 # pad pairs from the last axis
+        axis, (lo, hi) = y.ndim - 1 - k, pad[2 * k:2 * k + 2]
+        if lo < 0 or hi < 0:
+            y = ops.slice(y, axis, max(0, -lo), y.shape[axis] - max(0, -hi), 1)
+        parts = []
+        for width in (lo, hi):
+            shape = list(y.shape)
+            shape[axis] = max(0, width)
+            parts.append(constant(np.full(shape, value, dtype=y.dtype), dtype=y.dtype)
+                         if width > 0 else None)
+        y = ops.concat([p for p in (parts[0], y, parts[1]) if p is not None], axis) \
+            if any(p is not None for p in parts) else y
+    return y
+
+
+@rule("repeat", args="self repeats")
+def _repeat(c, n):
+    x, reps = c.arg(n, 0), [int(r) for r in c.arg(n, 1)]
+    x = ops.reshape(x, (1,) * (len(reps) - x.ndim) + tuple(x.shape))
+    inter = tuple(d for s in x.shape for d in (1, s))
+    wide = tuple(d for r, s in zip(reps, x.shape) for d in (r, s))
+    return ops.reshape(ops.broadcast_to(ops.reshape(x, inter), wide), c.spec(n)[0])
+
+
+@rule("copy", args="self src non_blocking")
+def _copy(c, n):
+    x, src = c.arg(n, 0), c.arg(n, 1)
+    return ops.broadcast_to(cast_to(src, x.dtype), x.shape)
+
+
+def _placed(x: Tensor, src: Tensor, dim: int, entry: tuple) -> Tensor:
+    """x with src written at `entry` along `dim`: the positions as a constant mask."""
+    mask = np.zeros(x.shape, bool)
+    where = [slice(None)] * x.ndim
+    where[dim] = entry[1] if entry[0] == "i" else slice(entry[1], entry[1] + entry[2] *
+                                                         entry[3], entry[2])
+    mask[tuple(where)] = True
+    return ops.where(constant(mask, dtype="bool"),
+                     _scatter_into(cast_to(src, x.dtype), x.shape, dim, entry), x)
+
+
+def _scatter_into(src: Tensor, shape, dim: int, entry: tuple) -> Tensor:
+    index = tuple(entry if k == dim else ("s", 0, 1, s) for k, s in enumerate(shape))
+    return apply1("getitem_grad", [src], {"index": index, "shape": tuple(shape)})
+
+
+@rule("select_scatter", args="self src dim index")
+def _select_scatter(c, n):
+    x, src, dim, index = (c.arg(n, k) for k in range(4))
+    dim = dim % x.ndim
+    return _placed(x, src, dim, ("i", index % x.shape[dim]))
+
+
+@rule("slice_scatter", args="self src dim start end step")
+def _slice_scatter(c, n):
+    x, src = c.arg(n, 0), c.arg(n, 1)
+    dim, start, end, step = (c.arg(n, k, d) for k, d in ((2, 0), (3, None), (4, None), (5, 1)))
+    dim = dim % x.ndim
+    begin, stop, step = slice(start, end, step).indices(x.shape[dim])
+    return _placed(x, src, dim, ("s", begin, step, len(range(begin, stop, step))))
+
+
+@rule("remainder", "fmod", args="self other")
+def _remainder(c, n):
+    # a - round(a / b) * b, rounded down (remainder: Python's %) or toward zero (fmod)
+    a, b = _pair(c, n)
+    mode = "floor" if c.short(n) == "remainder" else "trunc"
+    return ops.sub(a, ops.mul(ops.div_round(a, b, mode), b))

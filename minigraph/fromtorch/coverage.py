@@ -26,17 +26,9 @@ UNSUPPORTED: dict[str, str] = {
         "erf", "_cdist_forward", "_pdist_forward", "_embedding_bag", "col2im", "grid_sampler_2d",
         "masked_scatter", "prod", "diagonal", "atan2")},
     "aten.atan2.out": _NO_OP, "aten.prod.dim_int": _NO_OP,
-    "aten.fmod.Tensor": _NO_OP, "aten.remainder.Tensor": _NO_OP,
-    "aten.fmod.Scalar": _NO_OP + " (folded to a constant when it reads constants only)",
-    "aten.remainder.Scalar": _NO_OP + " (folded when it reads constants only)",
     "aten.scatter_reduce.two": _NO_OP,
     "aten.pow.Tensor_Tensor": "a tensor exponent: " + _NO_OP,
     "aten.pow.Scalar": "a number raised to a tensor: " + _NO_OP,
-    "aten.amin.default": _NO_OP, "aten.argmax.default": _NO_OP, "aten.argmin.default": _NO_OP,
-    "aten.max.dim": _NO_OP, "aten.min.dim": _NO_OP,
-    "aten.constant_pad_nd.default": _NO_OP, "aten.repeat.default": _NO_OP,
-    "aten.copy.default": _NO_OP, "aten.select_scatter.default": _NO_OP,
-    "aten.slice_scatter.default": _NO_OP,
     "aten.reflection_pad1d.default": _NO_OP, "aten.reflection_pad2d.default": _NO_OP,
     "aten.replication_pad2d.default": _NO_OP,
     **{f"aten.{op}.default": _3D for op in (
@@ -58,6 +50,9 @@ UNSUPPORTED: dict[str, str] = {
         "place: a step captures its functional form, _native_batch_norm_legit_functional",
     "aten._native_batch_norm_legit.no_stats": "batch norm without running statistics: a step "
         "captures it as _native_batch_norm_legit_functional",
+    "aten.sym_is_contiguous.default": _SYM,
+    "aten.resize_.default": "an in-place resize: functionalisation leaves none in a step, "
+                            "and a step that resizes a tensor has no static shape",
     "aten.empty.memory_format": "an uninitialised buffer: a step that reads one reads no "
                                 "defined value",
 }
@@ -67,15 +62,17 @@ def core_ops() -> list[str]:
     """PyTorch's Core ATen overloads, as "aten.name.overload", sorted."""
     torch = require_torch()
     found = set()
-    for name in dir(torch.ops.aten):
-        try:
-            packet = getattr(torch.ops.aten, name)
-            overloads = packet.overloads()
-        except Exception:            # not an op packet
+    # every registered operator (torch.ops.aten lists only the packets loaded so far)
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::"):
             continue
-        for o in overloads:
-            if torch.Tag.core in getattr(packet, o).tags:
-                found.add(str(getattr(packet, o)))
+        base, _, overload = qualified.removeprefix("aten::").partition(".")
+        try:
+            op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        except (AttributeError, RuntimeError):        # not resolvable from Python
+            continue
+        if torch.Tag.core in op.tags:
+            found.add(str(op))
     return sorted(found)
 
 
@@ -233,6 +230,23 @@ def _probes(torch: Any) -> dict[str, Callable[..., Any]]:
         **{f"aten.{op}.default": _stepped(torch, op)
            for op in ("floor", "ceil", "trunc", "round")},
         "aten.isinf.default": lambda h, h4: h * ~torch.isinf(h),
+        "aten.amin.default": lambda h, h4: h.amin(1),
+        "aten.avg_pool1d.default": lambda h, h4: F.avg_pool1d(h4[0], 2),
+        "aten.adaptive_avg_pool1d.default": lambda h, h4: F.adaptive_avg_pool1d(h4[0], 2),
+        "aten.max.dim": lambda h, h4: h.max(1)[0] * h[0, 0] + h.max(1)[1],
+        "aten.min.dim": lambda h, h4: h.min(1, keepdim=True)[0],
+        "aten.argmax.default": lambda h, h4: h * torch.argmax(h, 1, keepdim=True),
+        "aten.argmin.default": lambda h, h4: h.sum() * torch.argmin(h),
+        "aten.constant_pad_nd.default": lambda h, h4: F.pad(h4, (1, 2, -1, 1), value=0.5),
+        "aten.repeat.default": lambda h, h4: h.repeat(2, 1, 3),
+        "aten.copy.default": lambda h, h4: h * torch.zeros(3, 4, dtype=h.dtype).copy_(h[0]),
+        "aten.select_scatter.default": lambda h, h4: torch.select_scatter(h, h[1] * 2, 0, 2),
+        "aten.slice_scatter.default": lambda h, h4: torch.slice_scatter(
+            h, h[:, ::2] * 2, 1, 0, 4, 2),
+        "aten.remainder.Scalar": lambda h, h4: torch.remainder(h, 0.7),
+        "aten.remainder.Tensor": lambda h, h4: torch.remainder(h, h[0].abs() + 0.5),
+        "aten.fmod.Scalar": lambda h, h4: torch.fmod(h, 0.7),
+        "aten.fmod.Tensor": lambda h, h4: torch.fmod(h, h[0].abs() + 0.5),
         "aten.upsample_nearest2d.vec": lambda h, h4: F.interpolate(h4, scale_factor=2),
         "aten.upsample_bilinear2d.vec": lambda h, h4: F.interpolate(
             h4, scale_factor=2, mode="bilinear"),
