@@ -22,6 +22,10 @@ limit, every plan validated) and DTR [Kirisame 2021] in simulated mode at a few 
 tensors (activations and gradients, 512-byte alignment); inputs, parameters and outputs
 are counted apart ("unplanned").
 
+Then the import's speed (GPT-2 small at sequence 64, mobilenet_v3_small) and the Core ATen
+coverage table (`minigraph.fromtorch.coverage`: each core op mapped, its probe checked
+against PyTorch, or not supported with the reason; `--coverage` or `--import-speed` alone).
+
 PyTorch's peak: on CUDA, `torch.cuda.max_memory_allocated()` over one eager training step
 (forward, backward, SGD step) of the same module and batch [PyTorch CUDA], minus the bytes
 allocated before it (parameters and batch): the step's own bytes, the number to set beside
@@ -168,6 +172,94 @@ def architectures_table(names: list[str], time_limit: float) -> list[dict]:
     return out
 
 
+def gpt2_small(seq: int = 64):
+    """GPT-2 small [Radford 2019] in plain PyTorch (124M parameters: 12 layers, d_model 768,
+    12 heads, vocabulary 50257, tied embedding and output layer; no download), with its
+    language-model loss on a batch of one sequence of `seq` tokens."""
+    import torch
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, d=768, heads=12):
+            super().__init__()
+            self.heads = heads
+            self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+            q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                       for z in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT2(nn.Module):
+        def __init__(self, vocab=50257, ctx=1024, d=768, layers=12):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+            self.h = nn.ModuleList(Block(d) for _ in range(layers))
+            self.ln_f = nn.LayerNorm(d)
+            self.lm_head = nn.Linear(d, vocab, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+            for block in self.h:
+                x = block(x)
+            return self.lm_head(self.ln_f(x))
+
+    def loss(logits, targets):
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50257, (1, seq + 1))
+    return GPT2(), (ids[:, :-1],), loss, (ids[:, 1:],)
+
+
+def import_speed() -> None:
+    """Seconds `from_torch` takes, wall clock, on GPT-2 small (sequence 64) and torchvision's
+    mobilenet_v3_small (batch 2, 224 px) where torchvision is installed."""
+    import torch
+    cases = [("GPT-2 small, seq 64", gpt2_small)]
+    try:
+        import torchvision
+
+        def mobilenet():
+            torch.manual_seed(0)
+            return (torchvision.models.mobilenet_v3_small(), (torch.randn(2, 3, 224, 224),),
+                    torch.nn.functional.cross_entropy, (torch.tensor([3, 7]),))
+        cases.append(("torchvision mobilenet_v3_small, batch 2, 224 px", mobilenet))
+    except Exception as e:            # not installed, or a build that does not load here
+        print(f"(torchvision does not load: {type(e).__name__}; mobilenet_v3_small skipped)")
+    print("| model | parameters | ATen nodes | import (s) | runs |\n|---|---:|---:|---:|---|")
+    for label, build in cases:
+        module, inputs, loss, targets = build()
+        start = time.perf_counter()
+        model = from_torch(module, inputs, loss, targets=targets)
+        took = time.perf_counter() - start
+        n = sum(p.numel() for p in module.parameters())
+        print(f"| {label} | {n:,} | {model.report.aten_nodes} | {took:.1f} | "
+              f"{'yes' if model.report.runs else 'no'} |")
+    print()
+
+
+def coverage_table() -> None:
+    """The Core ATen opset: one row per op, mapped (its probe step imported, run and checked
+    against PyTorch in float64) or not, with the reason; then mapped / core."""
+    from minigraph.fromtorch.coverage import coverage
+    rows = coverage()
+    mapped = [r for r in rows if r.status == "mapped"]
+    print("| Core ATen op | status | note |\n|---|---|---|")
+    for r in rows:
+        print(f"| `{r.op}` | {r.status} | {r.why} |")
+    print(f"\ncoverage: {len(mapped)} of {len(rows)} Core ATen ops map (mapped / core = "
+          f"{len(mapped) / len(rows):.0%}); "
+          f"{sum(r.status == 'unsupported' for r in rows)} not supported, with the reason; "
+          f"{sum(r.status in ('failed', 'unlisted') for r in rows)} failed or unlisted\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the small configurations")
@@ -175,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds for each searching planner (default 2, --quick 0.3)")
     ap.add_argument("--architectures", action="store_true",
                     help="only the table of the twelve architectures")
+    ap.add_argument("--coverage", action="store_true",
+                    help="only the Core ATen coverage table")
+    ap.add_argument("--import-speed", action="store_true",
+                    help="only the import times of GPT-2 small and mobilenet_v3_small")
     ap.add_argument("--only", default=",".join(ARCHITECTURES),
                     help="comma-separated architectures for the table (default: all)")
     args = ap.parse_args(argv)
@@ -186,11 +282,24 @@ def main(argv: list[str] | None = None) -> int:
     limit = args.time_limit or (0.3 if args.quick else 2.0)
     print(f"torch {torch.__version__}, CUDA {'yes' if torch.cuda.is_available() else 'no'}; "
           f"alignment {ALIGNMENT} B; searching planners {limit} s each\n")
+    if args.coverage or args.import_speed:
+        if args.import_speed:
+            print("### import speed\n")
+            import_speed()
+        if args.coverage:
+            print("### the Core ATen opset\n")
+            coverage_table()
+        return 0
     if not args.architectures:
         for name, config in (QUICK if args.quick else FULL):
             bench(name, config, limit)
     print("### the architectures users bring (float32, batch 2)\n")
     architectures_table([n for n in args.only.split(",") if n], 0.05 if args.quick else limit)
+    if not args.architectures and not args.quick:
+        print("### import speed\n")
+        import_speed()
+        print("### the Core ATen opset\n")
+        coverage_table()
     return 0
 
 

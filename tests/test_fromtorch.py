@@ -27,6 +27,7 @@ from minigraph.fromtorch import (  # noqa: E402
     from_torch,
     report,
 )
+from minigraph.fromtorch.compare import compare  # noqa: E402
 from minigraph.memory.online import (  # noqa: E402
     ALLOCATORS,
     replay_allocator,  # noqa: E402
@@ -53,12 +54,18 @@ def _cnn():
     return net, torch.randn(3, 3, 8, 8), torch.randint(0, 5, (3,))
 
 
-def _softplus_mlp():
-    """Softplus: minigraph has no softplus op, so it and its backward stay opaque."""
+class _Erf(nn.Module):
+    def forward(self, x):
+        return torch.erf(x)
+
+
+def _erf_mlp():
+    """erf: a Core ATen op minigraph has no op for (and PyTorch no decomposition of), so
+    it stays opaque; its backward decomposes into elementwise ops, which map."""
     torch.manual_seed(2)
-    net = nn.Sequential(nn.Linear(8, 16), nn.Softplus(), nn.Linear(16, 4))
+    net = nn.Sequential(nn.Linear(8, 16), _Erf(), nn.Linear(16, 4))
     x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
-    return from_torch(net, (x,), F.cross_entropy, targets=(y,), name="softplus_mlp")
+    return from_torch(net, (x,), F.cross_entropy, targets=(y,), name="erf_mlp")
 
 
 def _pytorch_step(net, x, y, loss_fn=F.cross_entropy):
@@ -235,26 +242,25 @@ def test_with_lr_rebuilds_the_update_and_make_batch_keeps_shapes():
 # --- opaque ops ------------------------------------------------------------------------------
 
 def test_opaque_op_carries_pytorch_shapes_flops_and_refuses_to_run():
-    model = _softplus_mlp()
+    model = _erf_mlp()
     g = model.graph
     opq = [n for n in g if n.op == "opaque"]
-    assert {n.attr["aten"] for n in opq} == {"aten.softplus.default",
-                                             "aten.softplus_backward.default"}
-    assert not model.report.runs and len(model.report.opaque) == 2
+    assert {n.attr["aten"] for n in opq} == {"aten.erf.default"}
+    assert not model.report.runs and len(model.report.opaque) == 1
     for n in opq:
         out = g.tensors[n.outputs[0]]
         assert out.shape == (4, 16) and out.dtype == "float32" and flops_of(g, n) > 0
-    with pytest.raises(OpaqueOpError, match=r"aten_softplus_0.*aten\.softplus\.default"):
+    with pytest.raises(OpaqueOpError, match=r"aten_erf_0.*aten\.erf\.default"):
         mg.Executor(g, device="cpu").run(model.feeds(0))
     planned = mg.plan_memory(g, planner="ge", inplace=True)
-    with pytest.raises(OpaqueOpError, match="no op for aten.softplus"):   # says why
+    with pytest.raises(OpaqueOpError, match="no op for aten.erf"):   # says why
         mg.Executor(g, planned, device="cpu").run(model.feeds(0))
-    with pytest.raises(OpaqueOpError, match="aten_softplus_0"):        # DTR's real mode too
+    with pytest.raises(OpaqueOpError, match="aten_erf_0"):        # DTR's real mode too
         mg.DTRExecutor(g, ratio=1.0, device="cpu").run(model.feeds(0))
 
 
 def test_graph_with_opaque_ops_plans_with_every_planner():
-    g = _softplus_mlp().graph
+    g = _erf_mlp().graph
     for planner in sorted(PLANNERS):
         args = options_for(planner, {"time_limit": 0.5, "seed": 0})
         rep = mg.plan_memory(g, mg.MemoryOptions(planner=planner, inplace=True,
@@ -268,7 +274,7 @@ def test_graph_with_opaque_ops_plans_with_every_planner():
 
 
 def test_graph_with_opaque_ops_replays_through_every_online_allocator():
-    g = _softplus_mlp().graph
+    g = _erf_mlp().graph
     trace = trace_from_schedule(g)
     opaque_out = {o for n in g if n.op == "opaque" for o in n.outputs}
     assert opaque_out & {e[1] for e in trace}          # the opaque outputs are allocated
@@ -280,7 +286,7 @@ def test_graph_with_opaque_ops_replays_through_every_online_allocator():
 
 
 def test_graph_with_opaque_ops_simulates_under_dtr():
-    g = _softplus_mlp().graph
+    g = _erf_mlp().graph
     full = simulate(g, ratio=1.0)
     assert full.evictions == 0
     done = []
@@ -359,37 +365,44 @@ def test_a_recurrent_net_with_stack_imports_fully_and_matches_pytorch():
     _assert_step_is_pytorchs(model, net, x, y, F.mse_loss)
 
 
-def test_loss_options_minigraph_lacks_stay_opaque_never_wrong():
+def test_loss_options_the_fused_rule_lacks_are_decomposed_and_run():
     """Class weights (a tensor made inside the step) and an ignore_index that is a real
-    class would change the loss; they become opaque, so the graph plans but never runs
-    with a wrong loss. An ignore_index no label can equal (the default -100) maps."""
+    class change the loss; minigraph's fused cross-entropy refuses them, so the step is
+    captured again with PyTorch's own decomposition of the loss, which runs: PyTorch's
+    loss and gradients."""
     torch.manual_seed(7)
     net, x, y = nn.Linear(4, 3), torch.randn(5, 4), torch.tensor([0, 1, 2, 1, 0])
-    weighted = from_torch(net, (x,), lambda o, t: F.cross_entropy(
-        o, t, weight=torch.tensor([1.0, 2.0, 3.0])), targets=(y,))
-    ignoring = from_torch(net, (x,), lambda o, t: F.cross_entropy(o, t, ignore_index=1),
-                          targets=(y,))
-    for model, why in ((weighted, "class weights"), (ignoring, "ignore_index=1")):
-        assert not model.report.runs
-        assert any(why in reason for _, aten, reason in model.report.opaque
-                   if "nll_loss" in aten), model.report.opaque
-        with pytest.raises(OpaqueOpError):
-            mg.Executor(model.graph, device="cpu").run(model.feeds(0))
-    plain = from_torch(net, (x,), lambda o, t: F.cross_entropy(o, t, ignore_index=-100),
-                       targets=(y,))
-    assert plain.report.runs
+    for loss in (lambda o, t: F.cross_entropy(o, t, weight=torch.tensor([1.0, 2.0, 3.0])),
+                 lambda o, t: F.cross_entropy(o, t, ignore_index=1),
+                 lambda o, t: F.cross_entropy(o, t, ignore_index=-100)):
+        model = from_torch(net, (x,), loss, targets=(y,))
+        assert model.report.runs, model.report.opaque
+        assert compare(model, net, (x,), loss, (y,)).ok()
 
 
 # --- refusals --------------------------------------------------------------------------------
 
-def test_random_op_is_refused_naming_it():
+class _Shuffle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.lin(x[torch.randperm(x.shape[0])])
+
+
+def test_dropout_is_a_seeded_random_op_and_others_are_refused_with_advice():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 2))
     x, y = torch.randn(4, 8), torch.randint(0, 2, (4,))
-    with pytest.raises(TorchImportError, match="random op .*dropout"):
-        from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    assert model.report.runs and any(n.op == "random" for n in model.graph)
+    assert compare(model, net, (x,), F.cross_entropy, (y,)).ok()   # the same mask fed
     net.eval()                                  # eval(): dropout is the identity
-    assert from_torch(net, (x,), F.cross_entropy, targets=(y,)).report.runs
+    model = from_torch(net, (x,), F.cross_entropy, targets=(y,))
+    assert model.report.runs and not any(n.op == "random" for n in model.graph)
+    with pytest.raises(TorchImportError, match="random op .*randperm.*pass them as an input"):
+        from_torch(_Shuffle(), (x,), F.cross_entropy, targets=(y,))
 
 
 class _Attention(nn.Module):
@@ -414,8 +427,10 @@ def test_attention_kernel_without_dropout_is_not_taken_for_a_random_op():
     assert model.report.mapped["_scaled_dot_product_flash_attention_for_cpu"] == 1
     assert model.report.runs, model.report.opaque
     _assert_step_is_pytorchs(model, net, x, t, loss)
-    with pytest.raises(TorchImportError, match="random op"):
-        from_torch(_Attention(0.5), (x,), lambda o: o.pow(2).mean())
+    with_dropout = _Attention(0.5)          # decomposed: its dropout a seeded random op
+    model = from_torch(with_dropout, (x,), loss, targets=(t,))
+    assert model.report.runs and any(n.op == "random" for n in model.graph)
+    assert compare(model, with_dropout, (x,), loss, (t,)).ok()
 
 
 class _InPlace(nn.Module):
@@ -619,15 +634,14 @@ def test_batch_norm_without_momentum_is_refused_naming_the_layer():
 
 
 @pytest.mark.parametrize("ignore", [-100, -1])
-def test_labels_that_hit_ignore_index_are_said_at_import(ignore):
+def test_labels_that_hit_ignore_index_are_decomposed_and_dropped(ignore):
     torch.manual_seed(13)
     net, x = nn.Linear(4, 3), torch.randn(4, 4)
     y = torch.tensor([0, ignore, 2, 1])
-    model = from_torch(net, (x,), lambda o, t: F.cross_entropy(o, t, ignore_index=ignore),
-                       targets=(y,))
-    assert not model.report.runs and "does not run" in str(model.report)
-    assert any(f"1 of the 4 labels of the example batch equal ignore_index={ignore}" in why
-               for _, _, why in model.report.opaque), model.report.opaque
+    loss = lambda o, t: F.cross_entropy(o, t, ignore_index=ignore)  # noqa: E731
+    model = from_torch(net, (x,), loss, targets=(y,))
+    assert model.report.runs, model.report.opaque     # PyTorch's decomposition drops them
+    assert compare(model, net, (x,), loss, (y,)).ok()
 
 
 def test_a_sparse_embedding_is_refused_naming_the_layer():

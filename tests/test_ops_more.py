@@ -19,7 +19,10 @@ import pytest
 from test_gradcheck import C, Case, assert_finite_differences, build, torch_namespace
 
 import minigraph as mg
+from minigraph.ops import gather as gx
 from minigraph.ops.activations import clamp_grad
+from minigraph.ops.registry import apply1
+from minigraph.ops.unary_more import expm1, log1p, unary
 
 X34 = [("x", (3, 4), "float")]
 XT34 = [("x", (3, 4), "float"), ("t", (3, 4), "float")]
@@ -51,6 +54,71 @@ CASES = [
     C("smooth_l1_as_l1", XT34, lambda m, x, t: m.smooth_l1(x, t, 0.0, "sum")),
 ]
 
+# gather.py and unary_more.py (issue 47): minigraph's functions are not mg's names, so a
+# case reads them through `_n(m)`: the ops modules for minigraph, PyTorch's for torch.
+_NEW = types.SimpleNamespace(
+    gather=gx.gather, scatter=gx.scatter, take=gx.take, index=gx.index,
+    index_put=gx.index_put, flip=gx.flip, cumsum=gx.cumsum,
+    sort=lambda x, axis=-1, descending=False, k=None: gx.sort(x, axis, descending, k)[0],
+    gather_grad=lambda g, axis, i, shape: apply1("gather_grad", [g, i],
+                                                 {"axis": axis, "shape": shape}),
+    take_grad=lambda g, axis, i, shape: apply1("take_grad", [g, i],
+                                               {"axis": axis, "shape": shape}),
+    index_grad=lambda g, where, idx, shape: apply1("index_grad", [g, *idx],
+                                                   {"where": where, "shape": shape}),
+    log1p=log1p, expm1=expm1, unary=lambda op, x: unary(op, x))
+
+
+def _n(m):
+    return _NEW if m is mg else m
+
+
+_PERM = np.array([[2, 0], [0, 1], [1, 2]])          # no position written twice
+_I3 = np.array([[2, 0, 1, 2], [0, 0, 2, 1]])       # repeats: gather_grad sums them
+CASES += [
+    C("gather", [("x", (3, 4), "float"), ("i", (2, 4), _I3)],
+      lambda m, x, i: _n(m).gather(x, 0, i)),
+    C("gather_axis1_smaller", [("x", (3, 4), "float"), ("i", (2, 3), "labels:4")],
+      lambda m, x, i: _n(m).gather(x, 1, i)),
+    C("gather_grad", [("g", (2, 4), "float"), ("i", (2, 4), _I3)],
+      lambda m, g, i: _n(m).gather_grad(g, 0, i, (3, 4))),
+    C("scatter", [("x", (3, 2), "float"), ("i", (3, 2), _PERM), ("s", (3, 2), "float")],
+      lambda m, x, i, s: _n(m).scatter(x, 0, i, s, "scatter")),
+    C("scatter_add", [("x", (3, 4), "float"), ("i", (2, 4), _I3), ("s", (2, 4), "float")],
+      lambda m, x, i, s: _n(m).scatter(x, 0, i, s, "scatter_add")),
+    C("take", [("x", (3, 4), "float"), ("i", (5,), np.array([3, 0, 3, 1, 2]))],
+      lambda m, x, i: _n(m).take(x, 1, i)),
+    C("take_grad", [("g", (3, 5), "float"), ("i", (5,), np.array([3, 0, 3, 1, 2]))],
+      lambda m, g, i: _n(m).take_grad(g, 1, i, (3, 4))),
+    C("index", [("x", (2, 3, 4), "float"), ("i", (2, 1), np.array([[0], [2]])),
+                ("j", (3,), np.array([3, 3, 1]))],
+      lambda m, x, i, j: _n(m).index(x, (False, True, True), [i, j])),
+    C("index_grad", [("g", (2, 2, 3), "float"), ("i", (2, 1), np.array([[0], [2]])),
+                     ("j", (3,), np.array([3, 3, 1]))],
+      lambda m, g, i, j: _n(m).index_grad(g, (False, True, True), [i, j], (2, 3, 4))),
+    C("index_put_accumulate", [("x", (3, 4), "float"), ("i", (3,), np.array([2, 0, 2])),
+                               ("v", (3, 4), "float")],
+      lambda m, x, i, v: _n(m).index_put(x, (True,), [i], v, True)),
+    C("index_put", [("x", (3, 4), "float"), ("i", (2,), np.array([2, 0])),
+                    ("v", (4,), "float")],
+      lambda m, x, i, v: _n(m).index_put(x, (True,), [i], v, False)),
+    C("flip", [("x", (2, 3, 4), "float")], lambda m, x: _n(m).flip(x, (0, 2))),
+    C("cumsum", [("x", (3, 4), "float")], lambda m, x: _n(m).cumsum(x, 1)),
+    C("sort_descending", [("x", (3, 5), "float")],
+      lambda m, x: _n(m).sort(x, 1, descending=True)),
+    C("topk", [("x", (4, 3), "float")], lambda m, x: _n(m).sort(x, 0, True, 2)),
+    C("log1p", [("x", (3, 4), "pos")], lambda m, x: _n(m).log1p(x)),
+    C("expm1", X34, lambda m, x: _n(m).expm1(x)),
+]
+_RNG = np.random.default_rng(5)
+_DOMAIN = {"asin": _RNG.uniform(-0.8, 0.8, (3, 4)), "acos": _RNG.uniform(-0.8, 0.8, (3, 4)),
+           "atanh": _RNG.uniform(-0.8, 0.8, (3, 4)), "tan": _RNG.uniform(-1.0, 1.0, (3, 4)),
+           "acosh": _RNG.uniform(1.2, 2.0, (3, 4)), "log2": "pos", "log10": "pos"}
+CASES += [C(f"unary_{op}", [("x", (3, 4), _DOMAIN.get(op, "float"))],
+            lambda m, x, op=op: _n(m).unary(op, x))
+          for op in ("sin", "cos", "tan", "sinh", "cosh", "atan", "asin", "acos", "asinh",
+                     "acosh", "atanh", "log2", "log10")]
+
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_gradient_matches_finite_differences(case: Case) -> None:
@@ -75,7 +143,27 @@ def more_namespace(torch, case: Case, data: dict):
         bce_with_logits=lambda x, t, reduction="mean": F.binary_cross_entropy_with_logits(
             x, t, reduction=red[reduction]),
         smooth_l1=lambda x, t, beta=1.0, reduction="mean": F.smooth_l1_loss(
-            x, t, reduction=red[reduction], beta=beta)))
+            x, t, reduction=red[reduction], beta=beta),
+        gather=torch.gather, take=torch.index_select, flip=torch.flip, cumsum=torch.cumsum,
+        log1p=torch.log1p, expm1=torch.expm1, unary=lambda op, x: getattr(torch, op)(x),
+        scatter=lambda x, a, i, s, mode: x.scatter_add(a, i, s) if mode == "scatter_add"
+        else x.scatter(a, i, s),
+        index=lambda x, where, idx: torch.ops.aten.index(x, _torch_index(where, idx)),
+        index_put=lambda x, where, idx, v, acc: torch.ops.aten.index_put(
+            x, _torch_index(where, idx), v, acc),
+        sort=lambda x, axis=-1, descending=False, k=None: torch.sort(
+            x, dim=axis, descending=descending, stable=True)[0] if k is None
+        else torch.topk(x, k, axis)[0],
+        gather_grad=lambda g, axis, i, shape: g.new_zeros(shape).scatter_add(axis, i, g),
+        take_grad=lambda g, axis, i, shape: g.new_zeros(shape).index_add(axis, i, g),
+        index_grad=lambda g, where, idx, shape: torch.ops.aten.index_put(
+            g.new_zeros(shape), _torch_index(where, idx), g, True)))
+
+
+def _torch_index(where, idx):
+    """ATen's index list: the next index tensor where `where` says so, else None."""
+    it = iter(idx)
+    return [next(it) if w else None for w in where]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
@@ -110,10 +198,45 @@ def more_graph() -> mg.Graph:
         h = mg.where(big, h, h * 0.5) + mg.sign(h) * 0.1
         steps = mg.div_round(h, mg.constant(np.full((6,), 0.75, np.float32)), "floor")
         h = h + steps * 0.01
+        h = h + _new_ops_of_issue_47(h)
         h64 = mg.cast(h, "float64")
         p = mg.cast(mg.mean(h64 * h64, axis=(2, 3)), "float32")
         loss = mg.bce_with_logits(p, t) + mg.smooth_l1(p, t, 0.5)
         return mg.training_graph(loss, [w, s, g, b], lr=0.1, name="more")
+
+
+def _new_ops_of_issue_47(h: mg.Tensor) -> mg.Tensor:
+    """A term using every op of gather.py, random.py and unary_more.py (and so, through
+    the training graph, their gradient ops), for the zoo of tests/test_ops.py."""
+    from minigraph.ops.random import random
+    const = mg.constant
+    flat = mg.reshape(h, (8, 36))
+    i8 = const(np.array([[3, 0, 7, 3] * 9, [1, 1, 2, 6] * 9]), dtype="int64")   # [2, 36]
+    perm = const(np.arange(36)[None, :].repeat(2, 0) % 8, dtype="int64")
+    t = gx.gather(flat, 0, i8) + gx.take(flat, 1, const(np.array([5, 1, 5, 30]),
+                                                        dtype="int64")).sum() * 0.01
+    s = gx.scatter(flat, 0, perm, t, "scatter") + gx.scatter(flat, 0, i8, t, "scatter_add")
+    rows, cols = const(np.array([[0], [7]]), dtype="int64"), const(np.array([2, 2, 9]),
+                                                                     dtype="int64")
+    picked = gx.index(s, (True, True), [rows, cols])                       # [2, 3]
+    s = gx.index_put(s, (True, True), [rows, cols], picked * 2.0, True)
+    s = gx.index_put(s, (True,), [const(np.array([4]), dtype="int64")], s[0], False)
+    s = gx.cumsum(gx.flip(s, (1,)), 1) * 0.1 + gx.sort(s, 1, True)[0]
+    top = gx.sort(s, 0, True, 3)[0]
+    th = mg.tanh(s) * 0.9
+    sq = s * s
+    u = log1p(sq) + expm1(th) + top.sum() * 0.01
+    for op in ("sin", "cos", "tan", "sinh", "cosh", "atan", "asin", "acos", "asinh",
+               "atanh"):
+        u = u + unary(op, th) * 0.01
+    u = u + (unary("acosh", sq + 1.5) + unary("log2", sq + 0.5)
+             + unary("log10", sq + 0.5)) * 0.01
+    for op in ("floor", "ceil", "trunc", "round"):
+        u = u + s * unary(op, s) * 0.001
+    u = u * mg.cast(mg.logical_not(unary("isinf", s)), "float32")
+    noise = (random(u, "uniform", u.shape, "float32") + random(u, "normal", u.shape, "float32")
+             + random(u, "bernoulli", u.shape, "float32", p=0.3)) * 0.001
+    return mg.reshape(u + noise, h.shape)
 
 
 def test_more_graph_uses_every_new_op():

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 
 from minigraph.experiments.techniques import compare_techniques, dtr_sweep, same_counting
-from minigraph.fromtorch import from_torch
+from minigraph.fromtorch import compare, from_torch
 from minigraph.fromtorch.architectures import architecture
 from minigraph.fromtorch.zoo import torch_model
 from minigraph.graph import fmt_bytes
@@ -110,7 +110,12 @@ print(model.summary())
 # * **in-place ATen ops**: PyTorch's functionalisation rewrites them as ops with fresh
 #   outputs before the import; minigraph's planners then choose in-place on their own
 #   (lesson 03);
-# * **random ops** (dropout in training mode): refused, naming the node;
+# * **random ops** (dropout in training mode, `randn_like`, `bernoulli`): minigraph's
+#   seeded random ops, whose draw is a pure function of a key and the step, so a node run
+#   again (DTR) draws the same; `compare` (section 5) feeds PyTorch the same noise;
+# * **composite ops** (hardswish, ELU, label smoothing, `F.normalize`, `F.interpolate`,
+#   ...): traced with PyTorch's own decomposition table into Core ATen ops, except the
+#   fused kernels minigraph keeps whole (layer norm, softmax, the losses);
 # * **buffers** such as batch norm's running statistics: read as constants; their updates
 #   are dropped (training-mode batch norm normalises with the batch's statistics, so the
 #   loss and gradients are still PyTorch's).
@@ -169,6 +174,24 @@ else:
     print(f"gradients of {len(model.params)} parameters: largest difference "
           f"{worst:.1e} of the gradient's largest entry")
     assert abs(loss_mg - loss_t.item()) <= 1e-4 * abs(loss_t.item()) and worst < 1e-3
+
+# %% [markdown]
+# `compare` does that check for any imported step (it reads the gradients as outputs, not
+# back from the update, and feeds PyTorch minigraph's noise where the model draws any). It
+# also runs PyTorch's own step in float64, and says how far PyTorch's float32 gradients
+# are from those: the size float32 rounding reaches on this model. On a small net that is
+# about 1e-7. On a deep convolutional net it is not: every layer adds rounding, batch norm
+# over a batch of 2 divides by small variances, and a ReLU near 0 flips its mask, so
+# torchvision's ResNet-18 differs from its own float64 run by far more than any float32
+# tolerance on some gradients (tests/test_fromtorch_unseen.py checks it). Then a float32
+# difference cannot tell a wrong import from rounding; `compare(..., float64=True)`
+# imports and runs both sides in float64, where an exact import agrees to ~1e-10: that
+# re-run decides.
+
+# %%
+check = compare(model, net, (x,), F.cross_entropy, (y,))
+print(check)
+print(compare(model, net, (x,), F.cross_entropy, (y,), float64=True))
 
 # %% [markdown]
 # ## 6. Every technique on the imported step

@@ -32,8 +32,18 @@ What the import keeps and loses (`model.report` says it for one model):
   import (`h.relu_()` imports as relu); one that survives, or a step that writes into
   its inputs or parameters, is refused (`TorchImportError`). minigraph's planners then
   find their own in-place hand-overs.
-- Random ops (dropout in train mode, rand, bernoulli): refused, naming the node; call
-  `module.eval()` or set p=0.
+- Composite ops: the step is traced with PyTorch's own decomposition table into Core ATen
+  ops [PyTorch Core ATen] (`capture.decompositions`), except the ops minigraph maps whole:
+  its fused kernels keep their workspace and saved statistics, ReLU/GELU/SiLU their
+  in-place capability. A kept op whose rule refuses a call (cross-entropy with class
+  weights, BCE with `pos_weight`) is decomposed instead, on a second capture.
+  `minigraph.fromtorch.coverage` checks the Core ATen opset op by op.
+- Random ops (train-mode dropout, rand, randn, their `_like` forms, bernoulli): seeded
+  random ops (`minigraph.ops.random`), their draw a pure function of (seed, node key,
+  step), so DTR's recomputation draws the same. `compare(model, module, ...)` checks a
+  step against PyTorch's, feeding PyTorch the same noise, and says how far float32
+  rounding reaches (a float64 re-run decides). Other random ops (randint, randperm,
+  multinomial) are refused, saying to pass the draw as an input.
 - Buffers (batch-norm running statistics, attention masks): read as constants; their
   updates are dropped (train-mode batch norm normalises with the batch statistics, so the
   step's loss and gradients are PyTorch's; only the running averages are not advanced).
@@ -72,11 +82,20 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ops.opaque import OpaqueOpError
-from .capture import TorchImportError, TorchMissingError, as_tuple, capture, require_torch
+from .aten import RULES
+from .capture import (
+    TorchImportError,
+    TorchMissingError,
+    as_tuple,
+    capture,
+    decompositions,
+    require_torch,
+)
+from .compare import StepCheck, compare
 from .importer import ImportReport, TorchModel, convert, make_batch_fn
 
-__all__ = ["ImportReport", "OpaqueOpError", "TorchImportError", "TorchMissingError",
-           "TorchModel", "from_torch", "report"]
+__all__ = ["ImportReport", "OpaqueOpError", "StepCheck", "TorchImportError",
+           "TorchMissingError", "TorchModel", "compare", "from_torch", "report"]
 
 
 def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
@@ -95,16 +114,37 @@ def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
     if not isinstance(lr, (int, float)) or isinstance(lr, bool):
         raise TorchImportError(f"from_torch: lr must be a number, not {lr!r}")
     label = name or f"torch_{type(module).__name__.lower()}"
-    cap = capture(module, inputs, loss_fn, targs)
+    cap, first = _captured(torch, module, inputs, loss_fn, targs, label, float(lr))
     make_batch = make_batch_fn(cap)
 
     def at(lr: float) -> TorchModel:
-        graph, loss, params, rep = convert(cap, torch, float(lr), label, type(module).__name__)
+        done = first.pop(float(lr), None)          # the capture's own conversion, once
+        graph, loss, params, rep = done or convert(cap, torch, float(lr), label,
+                                                   type(module).__name__)
         desc = (f"PyTorch {type(module).__name__} imported"
                 + ("" if rep.runs else f", {len(rep.opaque)} opaque nodes (plans, does not run)"))
         return TorchModel(label, graph, loss, params, float(lr), make_batch, desc,
                           {"lr": float(lr), "import_report": rep}, at, rep)
     return at(lr)
+
+
+def _captured(torch: Any, module: Any, inputs: tuple, loss_fn: Callable[..., Any],
+              targets: tuple, label: str, lr: float) -> tuple[Any, dict]:
+    """The step captured with PyTorch's decompositions, except for the ops minigraph maps
+    whole (its fused kernels); an op kept whole whose rule then refuses a call (BCE with
+    `pos_weight`, `nll_loss` with a weight) is decomposed instead on a second capture.
+    Returns the capture and {lr: its conversion at lr}."""
+    keep = set(RULES)
+    table = {op.name().split("::")[-1].split(".")[0]
+             for op in decompositions(torch, lambda op: False)}
+    for _ in range(3):
+        cap = capture(module, inputs, loss_fn, targets, keep=keep.__contains__)
+        done = convert(cap, torch, lr, label, type(module).__name__)
+        redo = {aten.split(".")[1] for _, aten, _ in done[3].opaque} & keep & table
+        if not redo:
+            break
+        keep -= redo
+    return cap, {lr: done}
 
 
 def report(model: TorchModel) -> ImportReport:

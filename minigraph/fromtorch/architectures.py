@@ -138,9 +138,6 @@ def _classes() -> SimpleNamespace:
             x = x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
             return self.lm_head(self.ln_f(x))
 
-    def _gpt_loss(logits, targets):
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
-
     class BertLayer(nn.Module):
         """A BERT encoder layer [Devlin 2019] with its embeddings: the padding mask of the
         batch becomes an additive mask `(1 - mask) * -10000`; post-norm; [CLS] classifier."""

@@ -121,6 +121,8 @@ def _logical_not(c, n):
 @rule("bitwise_and", "bitwise_or", "bitwise_xor", args="self other")
 def _bitwise(c, n):                     # `mask_a & mask_b` on bool masks
     a, b = c.arg(n, 0), c.arg(n, 1)
+    if isinstance(b, bool):              # the .Scalar overload: a Python bool
+        b = constant(np.array(b), dtype="bool")
     if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype == "bool"):
         raise Unmapped("bitwise ops on integers (bool masks map)")
     return ops.logical(a, c.short(n).removeprefix("bitwise_"), b)
@@ -288,6 +290,8 @@ def _attention(c, n):
     # reads the probabilities instead (`c.stash`), so the log-sum-exp is made only if
     # something else reads it.
     q, k, v = (c.arg(n, i) for i in range(3))
+    if c.arg(n, 3, 0.0):        # PyTorch's decomposition of the kernel draws its dropout
+        raise Unmapped(f"attention with dropout_p={c.arg(n, 3)} (decomposed instead)")
     causal, mask = c.arg(n, 4, False), c.kwarg(n, "attn_mask", None)
     scale = _attention_scale(q, c.kwarg(n, "scale", None))
     s = ops.mul_scalar(ops.matmul(q, k, tb=True), scale)

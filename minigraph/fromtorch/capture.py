@@ -126,7 +126,23 @@ def _unused_parameters(step: Any, args: tuple, aot_export_module: Any) -> list[s
                    if ph not in {n.name for n in seen}})
 
 
-def _trace(torch: Any, step: Any, args: tuple) -> tuple[Any, Any, list[str]]:
+def decompositions(torch: Any, keep: Any) -> dict:
+    """PyTorch's own table of decompositions into the Core ATen opset [PyTorch Core ATen],
+    less the ops `keep(short name)` says the import maps whole.
+
+    Composite ops (hardswish, elu, huber, label smoothing, BCE, kl_div, normalize, cosine
+    similarity, interpolate, ...) then arrive as the Core ATen ops they are made of, each
+    written once, by PyTorch. An op kept whole keeps what a lesson needs of it: the fused
+    kernels of layer norm, batch norm, softmax and the losses keep their workspace and
+    their small saved statistics (decomposed, their backward would be a dozen elementwise
+    nodes, each with its own buffer), and ReLU, GELU and SiLU keep the in-place capability
+    of their minigraph op."""
+    from torch._decomp import core_aten_decompositions
+    return {op: fn for op, fn in core_aten_decompositions().items()
+            if not keep(op.name().split("::")[-1].split(".")[0])}
+
+
+def _trace(torch: Any, step: Any, args: tuple, keep: Any) -> tuple[Any, Any, list[str]]:
     """aot_export_module's joint graph; a parameter the loss does not use is frozen for the
     trace (PyTorch refuses a parameter without a gradient). Returns the unused names too.
     oneDNN is off while tracing: with it, `nn.LSTM` becomes one fused kernel
@@ -138,7 +154,9 @@ def _trace(torch: Any, step: Any, args: tuple) -> tuple[Any, Any, list[str]]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with torch.backends.mkldnn.flags(enabled=False):
-                return aot_export_module(step, args, trace_joint=True, output_loss_index=0)
+                return aot_export_module(step, args, trace_joint=True, output_loss_index=0,
+                                         decompositions=table)
+    table = decompositions(torch, keep)
     try:
         return (*export(), [])
     except AssertionError as e:
@@ -159,8 +177,9 @@ def _trace(torch: Any, step: Any, args: tuple) -> tuple[Any, Any, list[str]]:
 
 
 def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
-            targets: Sequence[Any]) -> Captured:
-    """Trace one training step of `module` into AOTAutograd's joint graph."""
+            targets: Sequence[Any], keep: Callable[[str], bool] = lambda op: False) -> Captured:
+    """Trace one training step of `module` into AOTAutograd's joint graph, composite ops
+    decomposed by PyTorch's table except those `keep` names (see `decompositions`)."""
     torch = require_torch()
     if not isinstance(module, torch.nn.Module):
         raise TorchImportError(f"from_torch: module must be a torch.nn.Module, not "
@@ -186,7 +205,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
     args = tuple(inputs) + tuple(targets)
     try:
         try:
-            gm, sig, unused = _trace(torch, step, args)
+            gm, sig, unused = _trace(torch, step, args, keep)
         except AssertionError as e:
             # Two parameters whose gradients are one node (`x * (a + b)`): AOTAutograd's
             # signature maps gradient names to parameters and loses one. Reading each
@@ -194,7 +213,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
             if "gradients_to_parameters" not in str(e):
                 raise
             step.views = True
-            gm, sig, unused = _trace(torch, step, args)
+            gm, sig, unused = _trace(torch, step, args, keep)
     except TorchImportError:
         raise
     except Exception as e:

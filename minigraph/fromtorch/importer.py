@@ -24,6 +24,7 @@ from ..models import Model
 from ..ops.opaque import opaque
 from . import aten_more  # noqa: F401  (registers the rules of aten_more.py)
 from .aten import RULES, Dropped, PoolIndices, Unmapped, is_view, unhonoured
+from .aten_core import SEEDED  # (importing it registers the rules of aten_core.py)
 from .capture import Captured, TorchImportError
 
 _FLOATS = ("float16", "float32", "float64")
@@ -209,8 +210,8 @@ class Converter:
                 self.env[n] = self.env[by_name[cap.tied[n.name]]]
                 continue
             name, value, kind = cap.names[n.name], cap.values[n.name], cap.kinds[n.name]
-            arr = value.cpu().numpy()
             dtype = _np_dtype(value.dtype, name)
+            arr = value.cpu().numpy()
             if kind == "input":
                 self.env[n] = input(name, arr.shape, dtype)
                 self.examples[name] = arr
@@ -247,11 +248,9 @@ class Converter:
             raise TorchImportError(f"node {n.name} calls {n.target}, not an ATen op (control "
                                    "flow such as torch.cond, or a Python function): the "
                                    "import needs one straight-line graph of ATen ops")
-        if self._random(n):
-            raise TorchImportError(
-                f"node {n.name} is the random op {n.target}: the import keeps no random "
-                "state, so the step would not match PyTorch's. Call module.eval() or set the "
-                "dropout probability to 0 (minigraph's own mg.dropout regenerates its mask)")
+        if self._random(n) and self.short(n) not in SEEDED and self.short(n) not in RULES:
+            raise TorchImportError(f"node {n.name} is the random op {n.target}, which has "
+                                   f"no seeded minigraph op: {_random_advice(self.short(n))}")
         if n.target._schema.is_mutable:
             raise TorchImportError(f"node {n.name} is the in-place op {n.target}, which "
                                    "functionalisation did not remove; it cannot be imported")
@@ -270,6 +269,8 @@ class Converter:
         short = self.short(n)
         fn: Callable | None = RULES.get(short)
         why = f"minigraph has no op for {n.target}"
+        if self._constant_inputs(n):
+            return self._fold(n)
         refused = unhonoured(n, short) if fn is not None else None
         if refused:
             why = f"not mapped: {refused}"
@@ -290,6 +291,33 @@ class Converter:
                                       and t.call is not None and t.call.op in _COPIES)
                 return out
         return self._opaque(n, short, why)
+
+    def _constant_inputs(self, n: Any) -> bool:
+        """Whether every tensor `n` reads is a constant made inside the step (index
+        arithmetic on an `arange`, as the decompositions of roll and interpolate make, or an
+        identity matrix): then PyTorch computes it now, once. Buffers and frozen parameters
+        are not folded: the graph keeps reading them (the report lists them)."""
+        if self._random(n) or not n.all_input_nodes or \
+                any(a.op == "placeholder" for a in n.all_input_nodes):
+            return False
+        vals = [self.env.get(a) for a in n.all_input_nodes]
+        return all(isinstance(v, Tensor) and v.kind == "const" for v in vals)
+
+    def _fold(self, n: Any) -> Any:
+        """The node's value, computed by PyTorch from constant inputs: constants again."""
+        torch = self.torch
+
+        def real(a):
+            return torch.from_numpy(np.array(self.env[a].value)) \
+                if isinstance(a, torch.fx.Node) else a
+        out = n.target(*torch.fx.node.map_arg(n.args, real),
+                       **torch.fx.node.map_arg(n.kwargs, real))
+        self.report.mapped["(constant)"] = self.report.mapped.get("(constant)", 0) + 1
+
+        def const(v):
+            arr = v.detach().cpu().numpy()
+            return constant(arr.copy(), dtype=_np_dtype(v.dtype, n.name))
+        return tuple(const(v) for v in out) if isinstance(out, (tuple, list)) else const(out)
 
     def _check(self, n: Any, out: Any) -> None:
         specs = self.specs(n)
@@ -352,6 +380,16 @@ class Converter:
             return int(fc.get_total_flops())
         except Exception:            # an op the meta device cannot run: no count
             return 0
+
+
+def _random_advice(short: str) -> str:
+    """What to do about a random op the import cannot draw, fitting the op."""
+    if short in ("randint", "randint_like", "randperm", "multinomial"):
+        return ("it draws integers (indices). Draw them outside the step and pass them as "
+                "an input (from_torch(..., targets=(idx,))), so that minigraph reads them")
+    return ("a distribution minigraph does not draw (it draws uniform, normal and Bernoulli "
+            "noise). Draw the noise outside the step and pass it as an input "
+            "(targets=(noise,)); eval mode does not remove a draw the model itself makes")
 
 
 def _ancestors(roots: list[Any]) -> set[Any]:

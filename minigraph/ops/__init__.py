@@ -34,3 +34,8 @@ from .update import sgd_update  # noqa: F401
 _tensor.FROM_OPS.update(add=add, sub=sub, mul=mul, div=div, neg=neg, pow=pow, matmul=matmul,
                         getitem=getitem, transpose=transpose, reshape=reshape, sum=sum,
                         mean=mean, flops_of=flops_of)
+
+# Ops beyond the core that the PyTorch import maps (issue 47); importing registers them.
+from . import gather as _gather  # noqa: F401,E402
+from . import random as _random  # noqa: F401,E402
+from . import unary_more as _unary_more  # noqa: F401,E402
