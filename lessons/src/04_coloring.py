@@ -340,4 +340,4 @@ check_answers({1: (ANSWER_1, l04.exercise_1), 2: (ANSWER_2, l04.exercise_2),
 # - nnvm's colouring [NNVM 2016] counts nodes instead of bytes and lets later paths walk
 #   through coloured nodes (`coloring="nnvm"`); a heuristic too.
 # - Safe mode (`safe=True`) uses the exact test: zero hazards, paid for in bytes.
-# - Next: lesson 05 - GE's block reuse and choosing the schedule.
+# - Next: lesson 05 - GE's block reuse; then 05b - choosing the schedule.

@@ -188,7 +188,7 @@ plot_comparison(rows, title="Transformer training step: every planner")
 # %% [markdown]
 # ## 6. Order and offsets together (MODeL)
 #
-# Every planner above is handed lives that an order has already fixed; lesson 05's orders
+# Every planner above is handed lives that an order has already fixed; lesson 05b's orders
 # choose lives without looking at the layout. MODeL [Steiner 2023] solves both in one
 # integer program (ROAM [Shu 2023] solves the same problem on large graphs, subgraph by
 # subgraph): a binary `r[v,t]` says node v runs at step t, a tensor is alive at t when
@@ -257,7 +257,7 @@ for name, graph in [("CANN worked example", examples.ge_worked_graph()),
 # %% [markdown]
 # On the worked example the order has almost no freedom (only C, which reads a graph
 # input, may move), and the ILP proves that no order beats the article's plan: it
-# saves nothing, and says so. On the zoo MLP it finds an order none of lesson 05's orders
+# saves nothing, and says so. On the zoo MLP it finds an order none of lesson 05b's orders
 # finds. Real runs of such a plan are bit for bit those of the unplanned run:
 
 # %%
