@@ -197,12 +197,12 @@ plot_comparison(rows, title="Transformer training step: every planner")
 # The planner is `model-ilp` (`memory/planners/joint.py`). It takes the *graph*, not
 # buffers, so it lives in a registry of its own, `JOINT_PLANNERS`; `plan_memory` asks it
 # for the schedule first, and the plan's schedule is the one it chose, checked by the same
-# validator as every plan. It starts from the best heuristic plan over lesson 05's
+# validator as every plan. It starts from the best heuristic plan over lesson 05b's
 # orders, stops at its time limit, and its note gives the best bound and the gap.
 #
 # First a graph made to fool every order: two branches, R1 -> R2 (small, then large) and
 # L1 -> L2 (large, then small), joined at the end. The "best fixed order" is the exact
-# fixed-order ILP (`ilp`) under every order of lesson 05, the smallest kept. (One word,
+# fixed-order ILP (`ilp`) under every order of lesson 05b, the smallest kept. (One word,
 # two things: the *order* named "program" is the order the nodes were built in, the
 # first line below; MODeL's model is an *integer program*, which this lesson calls the
 # ILP.)
@@ -214,7 +214,7 @@ from minigraph.memory.topo import BEST_OF
 
 
 def best_fixed_order(graph):
-    """(arena, order) of the exact fixed-order ILP under every order of lesson 05."""
+    """(arena, order) of the exact fixed-order ILP under every order of lesson 05b."""
     return min(((mg.plan_memory(graph, order=o, planner="ilp").arena_bytes, o)
                 for o in BEST_OF), key=lambda row: row[0])      # ties: the first order
 
