@@ -190,6 +190,18 @@ for link in ("pcie4", "nvlink-c2c"):
 # Dropping pays for recomputation, swapping for the link; choosing per tensor pays the
 # smaller of the two, and the faster the link, the more it swaps.
 #
+# The trace says which tensors went where: `t.swapped` names the victims copied to host
+# memory, the others in `t.evicted` were dropped, and `t.transfers` holds each copy as
+# (clock, "out" or "in", tensor, bytes). The timeline of the last run above marks each copy
+# out (down) and back (up) at the clock it began, with the host peak beside working memory.
+# In the widget, tick DTR and choose `evict` (drop / swap / cheaper) to see the same.
+
+# %%
+from minigraph.viz.plots import plot_dtr_timeline
+
+print("swapped:", t.swapped[:4], "...; the first copies:", t.transfers[:2])
+plot_dtr_timeline(t)
+#
 # Which is cheaper depends on the link. On a chain of dense layers the dynamic program of
 # `swap_remat.py` finds the fastest mix of keep, swap and drop at a budget [Beaumont 2021];
 # taking a choice away gives swap alone and recomputation alone. As the bandwidth grows,

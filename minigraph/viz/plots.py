@@ -751,8 +751,10 @@ def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
     (`trace.host_peak`, `footprint.host`) as a line beside working memory, and in the
     title how many victims were swapped and how many dropped. Returns the Axes."""
     import matplotlib.pyplot as plt
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3))
+    swapped = bool(getattr(trace, "transfers", []) or getattr(trace, "swapped", []))
+    if ax is None:                     # a swapping run's legend goes beside the axes
+        _, ax = plt.subplots(figsize=(9.5, 3), layout="constrained") if swapped else \
+            plt.subplots(figsize=(7, 3))
     ys = [y for _, y in trace.timeline]
     host = getattr(trace, "host_peak", 0)
     unit, div = byte_unit(max([*ys, trace.budget, trace.peak, host, 1]))
@@ -763,9 +765,8 @@ def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
                label=f"budget {fmt_in(trace.budget, unit)}", gid="budget")
     ax.axhline(trace.peak / div, color="gray", ls=":", lw=1,
                label=f"no-remat peak {fmt_in(trace.peak, unit)}", gid="peak")
-    transfers = getattr(trace, "transfers", [])
     title = f"{trace.heuristic}: x{trace.overhead:.2f} compute"
-    if transfers or getattr(trace, "swapped", []):
+    if swapped:
         _mark_dtr_transfers(ax, trace, unit, div)
         title += (f"; {len(trace.swapped)} swapped, "
                   f"{len(trace.evicted) - len(trace.swapped)} dropped")
@@ -773,7 +774,7 @@ def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
     ax.set_xlabel("clock (cost units)")
     ax.set_ylabel(f"bytes ({unit})")
     ax.set_title(title)
-    if transfers or getattr(trace, "swapped", []):    # more entries: beside the axes
+    if swapped:                         # more entries: beside the axes
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     else:
         ax.legend(loc="upper right", fontsize=8)
