@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minigraph.errors import BudgetError, SwapError, ThrashError  # noqa: E402
+from minigraph.errors import SwapError  # noqa: E402
 from minigraph.experiments.swap import (  # noqa: E402
     Row,
     chain_rows,
@@ -38,9 +38,8 @@ from minigraph.experiments.swap import (  # noqa: E402
     mlp_chain,
 )
 from minigraph.memory import MemoryOptions, plan_memory  # noqa: E402
-from minigraph.memory.swap import Machine, op_seconds  # noqa: E402
+from minigraph.memory.swap import Machine  # noqa: E402
 from minigraph.memory.swap_plan import MACHINES, lowest_swap_plan  # noqa: E402
-from minigraph.runtime.dtr import simulate  # noqa: E402
 
 MODELS = ["mlp", "cnn", "resnet", "transformer", "lstm", "unet", "densenet"]
 QUICK_MODELS = ["mlp", "cnn", "resnet", "transformer"]
@@ -61,39 +60,12 @@ def kib(n: int | None) -> str:
     return "-" if n is None else f"{n / 1024:.1f}"
 
 
-def dtr_swap(g, fraction: float, machine: Machine | str = "pcie4") -> Row:
-    """DTR with `evict="cheaper"` at `compare`'s budget, op costs in the same seconds
-    (so a second of copying costs 1: `cost_rate=1.0`)."""
-    machine = MACHINES.get(machine, machine) if isinstance(machine, str) else machine
-    static = plan_memory(g, MemoryOptions(planner="greedy-size"))
-    sched = static.plan.schedule
-    secs = op_seconds(g, sched, machine)
-    base, budget = sum(secs), int(fraction * static.working_bytes)
-    try:
-        t = simulate(g, budget, costs=dict(zip(sched, secs)), schedule=sched,
-                     evict="cheaper", machine=machine, cost_rate=1.0)
-    except (BudgetError, ThrashError):
-        return Row("DTR+swap", budget, None, 0, 0, None, base)
-    return Row("DTR+swap", budget, t.max_used, t.host_peak, (t.bytes_out, t.bytes_in),
-               t.total_cost, base)
-
-
 def moved(r: Row) -> str:
     if not r.device:
         return "-"
     if isinstance(r.moved, tuple):
         return f"{kib(r.moved[0])} / {kib(r.moved[1])}"
     return kib(r.moved)
-
-
-def dtr_swap_fits(g, memory: int) -> bool:
-    """`experiments.swap.fits` for DTR+swap: DTR's run (FLOP costs) with `evict="cheaper"`."""
-    static = plan_memory(g, MemoryOptions(planner="greedy-size"))
-    try:
-        simulate(g, memory, schedule=static.plan.schedule, evict="cheaper")
-        return True
-    except (BudgetError, ThrashError):
-        return False
 
 
 def budgets(models: list[str]) -> None:
@@ -105,7 +77,7 @@ def budgets(models: list[str]) -> None:
     for name in models:
         g = get_model(name).graph
         for f in FRACTIONS:
-            for r in [*compare(g, f), dtr_swap(g, f)]:
+            for r in compare(g, f):
                 print(row(name, f"{f:.2f} x ({kib(r.budget)} KiB)", r.technique, kib(r.device),
                           kib(r.host) if r.device else "-", moved(r), pct(r.overhead)))
 
@@ -136,12 +108,10 @@ def links(models: list[str]) -> None:
     print(row(*["---"] * (2 * len(LINKS) + 2)))
     for name in models:
         g = get_model(name).graph
-        cells = []
-        for machine in LINKS.values():
-            rows = {r.technique: r for r in compare(g, 0.5, machine)}
-            cells.append(pct(rows["swap"].overhead))
-        both = [pct(dtr_swap(g, 0.5, m).overhead) for m in LINKS.values()]
-        print(row(name, *cells, pct(rows["DTR"].overhead), *both))
+        per_link = [{r.technique: r for r in compare(g, 0.5, m)} for m in LINKS.values()]
+        print(row(name, *(pct(rows["swap"].overhead) for rows in per_link),
+                  pct(per_link[-1]["DTR"].overhead),
+                  *(pct(rows["DTR+swap"].overhead) for rows in per_link)))
 
 
 def chain(quick: bool) -> None:
@@ -170,17 +140,12 @@ def batches(models: list[str], quick: bool) -> None:
             return get_model(name, batch=b).graph
         memory = plan_memory(build(2), MemoryOptions(planner="greedy-size")).working_bytes
         cells = []
-        for tech in ("static", "swap", "DTR"):
+        for tech in ("static", "swap", "DTR", "DTR+swap"):
             try:
                 cells.append(largest_batch(build, memory, tech, tries))
             except SwapError as e:
                 cells.append(f"error: {e}")
-        best = 0
-        for b in tries:
-            if not dtr_swap_fits(build(b), memory):
-                break
-            best = b
-        print(row(name, kib(memory), *cells, best))
+        print(row(name, kib(memory), *cells))
     print(f"\nThe dense stack in 1 MiB of activations (batches up to 256): keep "
           f"{largest_chain_batch(CHAIN, 2**20, 'keep')}, swap "
           f"{largest_chain_batch(CHAIN, 2**20, 'swap')}, recomputation "

@@ -363,3 +363,35 @@ def test_d10_the_swap_timeline_marks_each_transfer_where_the_plan_puts_it() -> N
     div = plots.UNIT_DIV[result.unit]
     assert 0 < max(host.get_ydata()) * div <= rep.host_bytes
     assert plots.fmt_in(rep.host_bytes, result.unit) in host.get_label()
+
+
+def test_d10_dtr_s_timeline_marks_each_copy_at_the_trace_s_clock() -> None:
+    """Issue 48 points 4 and 6: with evict="cheaper" DTR's picture adds the run's timeline;
+    each copy out and back of `trace.transfers` sits at the clock it began, and the host
+    peak is a line at `trace.host_peak` beside working memory."""
+    ex = MemoryExplorer("resnet")
+    result = ex.compute(WidgetState(model="resnet", dtr=True, dtr_budget=0.6,
+                                    dtr_evict="cheaper"))
+    trace = result.dtr.trace
+    assert trace.transfers and trace.swapped
+    fig = MemoryExplorer.figures(result)["dtr"]
+    assert len(fig.axes) == 2
+    ax = fig.axes[1]
+    marks = {c.get_gid(): sorted(x for x, _ in c.get_offsets()) for c in ax.collections
+             if c.get_gid() in ("dtr:out", "dtr:in")}
+    for way in ("out", "in"):
+        assert marks[f"dtr:{way}"] == pytest.approx(
+            sorted(clock for clock, kind, _, _ in trace.transfers if kind == way))
+    assert len(marks["dtr:out"]) == len(trace.swapped)
+    clocks = [x for x, _ in trace.timeline]
+    assert min(clocks) <= min(marks["dtr:out"]) and max(marks["dtr:in"]) <= max(clocks)
+    host = next(ln for ln in ax.get_lines() if ln.get_gid() == "host_peak")
+    unit, div = plots.byte_unit(max([*(y for _, y in trace.timeline), trace.budget,
+                                     trace.peak, trace.host_peak, 1]))
+    assert host.get_ydata()[0] * div == pytest.approx(trace.host_peak)
+    assert plots.fmt_in(trace.host_peak, unit) in host.get_label()
+    assert f"{len(trace.swapped)} swapped" in ax.get_title()
+    # A drop run draws no copies and no host line.
+    drop = simulate(get_model("resnet").graph, budget=result.dtr.budget)
+    bare = plots.plot_dtr_timeline(drop)
+    assert not bare.collections and "host_peak" not in {ln.get_gid() for ln in bare.get_lines()}

@@ -190,12 +190,40 @@ def test_compare_counts_every_technique_in_one_accounting_at_one_budget():
     from minigraph.experiments.swap import compare
     g = models.get_model("resnet").graph
     rows = {r.technique: r for r in compare(g, 0.5)}
-    assert set(rows) == {"static", "swap", "DTR"}
+    assert set(rows) == {"static", "swap", "DTR", "DTR+swap"}
     assert rows["static"].device is None                     # half its memory: no
-    for name in ("swap", "DTR"):
+    for name in ("swap", "DTR", "DTR+swap"):
         r = rows[name]
         assert r.device is not None and r.device <= r.budget and r.seconds >= r.baseline
     assert rows["swap"].host == rows["swap"].moved > 0 and rows["DTR"].host == 0
+
+
+def test_compare_s_dtr_swap_row_is_dtr_choosing_the_cheaper_at_the_same_budget():
+    from minigraph.experiments.swap import compare
+    from minigraph.memory.swap import op_seconds
+    from minigraph.runtime.dtr import simulate
+    g = models.get_model("resnet").graph
+    sched = mg.plan_memory(g, mg.MemoryOptions(planner="greedy-size")).plan.schedule
+    for link in ("pcie4", "nvlink-c2c"):
+        row = {r.technique: r for r in compare(g, 0.5, link)}["DTR+swap"]
+        secs = op_seconds(g, sched, MACHINES[link])
+        t = simulate(g, row.budget, costs=dict(zip(sched, secs)), schedule=sched,
+                     evict="cheaper", machine=MACHINES[link], cost_rate=1.0)
+        assert t.swapped and row.host == t.host_peak > 0
+        assert row.moved == (t.bytes_out, t.bytes_in) and row.seconds == t.total_cost
+        assert row.device == t.max_used and row.baseline == sum(secs)
+
+
+def test_fits_knows_dtr_swap_and_refuses_an_unknown_technique():
+    from minigraph.experiments.swap import fits, largest_batch
+    g = models.get_model("resnet").graph
+    working = mg.plan_memory(g, mg.MemoryOptions(planner="greedy-size")).working_bytes
+    assert fits("DTR+swap", g, working) and not fits("DTR+swap", g, 1024)
+    build = lambda b: models.get_model("resnet", batch=b).graph  # noqa: E731
+    assert largest_batch(build, 400_000, "DTR+swap", (1, 2, 4, 8)) >= \
+        largest_batch(build, 400_000, "DTR", (1, 2, 4, 8))
+    with pytest.raises(SwapError, match="'recompute'"):
+        fits("recompute", g, working)
 
 
 def test_the_gpu_swap_benchmark_runs_dry_on_numpy():

@@ -275,6 +275,25 @@ def test_dtr_row_and_sweep(step) -> None:
     assert isinstance(fig, Figure)
 
 
+def test_the_dtr_timeline_of_a_swapping_run_marks_its_copies_and_a_drop_run_none() -> None:
+    from minigraph.models import get_model
+    from minigraph.runtime.dtr import simulate
+    g = get_model("resnet").graph
+    drop = simulate(g, ratio=0.6)
+    ax = plots.plot_dtr_timeline(drop)
+    assert not ax.collections and "swapped" not in ax.get_title()
+    assert ax.get_legend()._loc == 1                   # upper right, as before
+    costs = {n.name: 1e-5 for n in g.nodes}             # seconds: copies are cheaper
+    swap = simulate(g, ratio=0.6, costs=costs, evict="swap", cost_rate=1.0)
+    assert swap.swapped and swap.transfers
+    ax = plots.plot_dtr_timeline(swap)
+    outs = next(c for c in ax.collections if c.get_gid() == "dtr:out")
+    assert len(outs.get_offsets()) == len(swap.swapped) == \
+        sum(kind == "out" for _, kind, _, _ in swap.transfers)
+    assert f"{len(swap.swapped)} swapped, 0 dropped" in ax.get_title()
+    assert "host_peak" in {ln.get_gid() for ln in ax.get_lines()}
+
+
 # --- the layout to explore (issue 16 point 11) ------------------------------------------
 
 def test_layout_blocks_are_the_hover_data(step, report) -> None:

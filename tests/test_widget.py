@@ -544,3 +544,57 @@ def test_swap_pictures_show_the_split_intervals_and_the_transfers(step) -> None:
     assert {"offload", "prefetch", "host"} <= gids
     assert "swapped" in {c.get_gid() for c in figs["layout"].axes[0].collections}
     assert "swapped (front and back each)" in figs["layout"].axes[0].get_title()
+
+
+# DTR's evict control (issue 48 points 4 and 6) ------------------------------------------
+
+def test_dtr_evict_drop_is_the_default_and_draws_what_it_drew(step) -> None:
+    ex = MemoryExplorer("resnet")
+    plain = ex.compute(WidgetState(model="resnet", dtr=True, dtr_budget=0.6))
+    assert plain.state.dtr_evict == "drop" and plain.dtr.evict == "drop"
+    assert plain.dtr.label == "DTR at 60% budget" and "swapped" not in plain.headline
+    fig = MemoryExplorer.figures(plain)["dtr"]
+    assert len(fig.axes) == 1 and fig.axes[0].get_title().startswith("DTR: compute")
+    assert "DTR (evict" not in techniques_on(plain.state)
+
+
+def test_dtr_evict_cheaper_counts_swapped_apart_from_dropped_with_the_host_peak() -> None:
+    from minigraph.runtime.dtr import simulate
+    from minigraph.viz.dtr_budget import seconds_program
+    ex = MemoryExplorer("resnet")
+    st = WidgetState(model="resnet", dtr=True, dtr_budget=0.6, dtr_evict="cheaper")
+    result = ex.compute(st)
+    run = result.dtr
+    assert run.ok and run.evict == "cheaper" and run.swapped > 0 and run.dropped > 0
+    # The run is DTR's own: op seconds on the link's machine, a second of copying costs 1.
+    graph = ex.graph(st)
+    order = mg.plan_memory(graph, st.options()).plan.schedule
+    ref = simulate(seconds_program(graph, order, st.alignment, "pcie4"), budget=run.budget,
+                   heuristic="dtr", evict="cheaper", machine="pcie4", cost_rate=1.0)
+    assert (run.swapped, run.dropped) == (len(ref.swapped), len(ref.evicted) - len(ref.swapped))
+    assert run.host_peak == ref.host_peak > 0 and run.overhead == ref.overhead
+    assert run.trace.footprint.host == run.host_peak
+    words = f"{run.swapped} evictions swapped (host peak "
+    assert words in result.headline and f"{run.dropped} dropped" in result.headline
+    assert words in result.rows[-1].note and result.rows[-1].label.startswith("DTR (cheaper)")
+    assert "DTR (evict cheaper, pcie4)" in result.headline
+    assert "copy out to host memory and back" in result.caption
+    # A faster link: the cheaper of the two swaps at least as much here.
+    fast = ex.compute(st.replace(link="nvlink-c2c")).dtr
+    assert fast.ok and fast.swapped >= run.swapped and fast.overhead <= run.overhead
+
+
+def test_the_evict_dropdown_drives_dtr_and_enables_the_link(step) -> None:
+    w = memory_widget("resnet", dtr=True, dtr_budget=0.6)
+    assert w.controls["dtr_evict"].value == "drop" and w.controls["link"].disabled
+    before = w.headline
+    w.set(dtr_evict="swap")
+    assert not w.controls["link"].disabled and w.result.dtr.evict == "swap"
+    assert w.result.dtr.swapped > 0 and w.result.dtr.dropped == 0
+    assert w.images["dtr"].layout.display is None
+    w.set(dtr_evict="drop")
+    assert w.headline == before and w.controls["link"].disabled
+    w.set(dtr=False)
+    assert w.controls["dtr_evict"].disabled
+    with pytest.raises(mg.ArgumentError, match="dtr_evict=.recompute. is not offered"):
+        w.set(dtr_evict="recompute")

@@ -138,15 +138,18 @@ widget
 # ## 4. Swap against recomputation, at one budget
 #
 # DTR (lesson 07) recomputes instead. At the same working memory (arena + workspace) and
-# with op costs in the same seconds, here are the static plan, swap and DTR at two budgets.
+# with op costs in the same seconds, here are the static plan, swap, DTR and DTR+swap (DTR
+# choosing per victim between dropping and swapping it, the next section) at two budgets.
+# DTR+swap's bytes moved are out / in: a tensor swapped out need not come back.
 
 # %%
 for fraction in (0.75, 0.5):
     for row in compare(g, fraction):
+        moved = "/".join(map(str, row.moved)) if isinstance(row.moved, tuple) else row.moved
         fit = "does not fit" if row.device is None else \
-            f"device {row.device:>7} B, host {row.host:>7} B, moved {row.moved:>7} B each way," \
+            f"device {row.device:>7} B, host {row.host:>7} B, moved {moved:>7} B each way," \
             f" +{100 * row.overhead:.1f}%"
-        print(f"{fraction:.2f} x: {row.technique:6} {fit}")
+        print(f"{fraction:.2f} x: {row.technique:8} {fit}")
 
 # %% [markdown]
 # ### DTR chooses per tensor: drop or swap
@@ -187,6 +190,18 @@ for link in ("pcie4", "nvlink-c2c"):
 # Dropping pays for recomputation, swapping for the link; choosing per tensor pays the
 # smaller of the two, and the faster the link, the more it swaps.
 #
+# The trace says which tensors went where: `t.swapped` names the victims copied to host
+# memory, the others in `t.evicted` were dropped, and `t.transfers` holds each copy as
+# (clock, "out" or "in", tensor, bytes). The timeline of the last run above marks each copy
+# out (down) and back (up) at the clock it began, with the host peak beside working memory.
+# In the widget, tick DTR and choose `evict` (drop / swap / cheaper) to see the same.
+
+# %%
+from minigraph.viz.plots import plot_dtr_timeline
+
+print("swapped:", t.swapped[:4], "...; the first copies:", t.transfers[:2])
+plot_dtr_timeline(t)
+#
 # Which is cheaper depends on the link. On a chain of dense layers the dynamic program of
 # `swap_remat.py` finds the fastest mix of keep, swap and drop at a budget [Beaumont 2021];
 # taking a choice away gives swap alone and recomputation alone. As the bandwidth grows,
@@ -213,8 +228,8 @@ def resnet_at(batch):
     return get_model("resnet", batch=batch).graph
 
 
-for tech in ("static", "swap", "DTR"):
-    print(f"resnet, {tech:6}: batch {largest_batch(resnet_at, 400_000, tech, (1, 2, 4, 8))}")
+for tech in ("static", "swap", "DTR", "DTR+swap"):
+    print(f"resnet, {tech:8}: batch {largest_batch(resnet_at, 400_000, tech, (1, 2, 4, 8))}")
 for kind in ("keep", "swap", "recompute", "both"):
     print(f"chain, {kind:9}: batch {largest_chain_batch([256] * 13, 1_000_000, kind)}")
 

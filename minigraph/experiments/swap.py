@@ -2,9 +2,10 @@
 `benchmarks/swap.py`.
 
 - `compare(graph, fraction)`: at a device budget of `fraction` x the no-swap arena, the
-  static plan alone, swap (`plan_swap`) and DTR (`simulate`, the same working memory, op
-  costs in the same seconds): device working memory, host bytes, bytes moved each way and
-  the predicted step time of each.
+  static plan alone, swap (`plan_swap`), DTR (`simulate`, the same working memory, op
+  costs in the same seconds) and DTR+swap (DTR choosing per victim between dropping and
+  swapping it, the cheaper, Capuchin's choice [Peng 2020]): device working memory, host
+  bytes, bytes moved each way and the predicted step time of each.
 - `largest_batch(model, memory)`: the largest batch each technique fits in a fixed device
   memory, as Capuchin reports it [Peng 2020].
 - `mlp_chain(widths, batch)`: a stack of dense layers as a `Chain`, for the dynamic program
@@ -30,12 +31,13 @@ from ..runtime.dtr import simulate
 @dataclass(frozen=True)
 class Row:
     """One technique at one budget: `device` working bytes (None: does not fit), `host`
-    bytes, `moved` bytes each way, `seconds` predicted, `baseline` seconds without it."""
+    bytes, `moved` bytes each way (DTR+swap: (out, in), a tensor swapped out need not come
+    back), `seconds` predicted, `baseline` seconds without it."""
     technique: str
     budget: int
     device: int | None
     host: int
-    moved: int
+    moved: int | tuple[int, int]
     seconds: float | None
     baseline: float
 
@@ -46,8 +48,10 @@ class Row:
 
 def compare(graph: Graph, fraction: float, machine: Machine | str = "pcie4",
             planner: str = "greedy-size") -> list[Row]:
-    """Static, swap and DTR at a working budget of `fraction` x the static plan's working
-    memory (arena + its largest workspace)."""
+    """Static, swap, DTR and DTR+swap at a working budget of `fraction` x the static plan's
+    working memory (arena + its largest workspace). DTR's costs are the ops' seconds, so a
+    second of copying costs 1 (`cost_rate=1.0`); DTR+swap is `evict="cheaper"` over
+    `machine`, its copies on the one stream, each charged in full (an upper bound)."""
     machine = machine_of(machine)
     static = plan_memory(graph, MemoryOptions(planner=planner))
     sched = static.plan.schedule
@@ -63,24 +67,37 @@ def compare(graph: Graph, fraction: float, machine: Machine | str = "pcie4",
                         s.timing.seconds, base))
     except SwapError:
         rows.append(Row("swap", budget, None, 0, 0, None, base))
+    costs = dict(zip(sched, secs))
     try:
-        t = simulate(graph, budget, costs=dict(zip(sched, secs)), schedule=sched)
+        t = simulate(graph, budget, costs=costs, schedule=sched)
         rows.append(Row("DTR", budget, t.max_used, 0, 0, t.total_cost, base))
     except (BudgetError, ThrashError):
         rows.append(Row("DTR", budget, None, 0, 0, None, base))
+    try:
+        t = simulate(graph, budget, costs=costs, schedule=sched, evict="cheaper",
+                     machine=machine, cost_rate=1.0)
+        rows.append(Row("DTR+swap", budget, t.max_used, t.host_peak, (t.bytes_out, t.bytes_in),
+                        t.total_cost, base))
+    except (BudgetError, ThrashError):
+        rows.append(Row("DTR+swap", budget, None, 0, 0, None, base))
     return rows
 
 
 def fits(technique: str, graph: Graph, memory: int, machine: Machine | str = "pcie4") -> bool:
-    """Whether `technique` ("static", "swap", "DTR") runs `graph` in `memory` working bytes."""
+    """Whether `technique` ("static", "swap", "DTR", "DTR+swap") runs `graph` in `memory`
+    working bytes (DTR with its FLOP costs; DTR+swap choosing the cheaper per victim over
+    `machine`); SwapError for another name."""
     static = plan_memory(graph, MemoryOptions(planner="greedy-size"))
     if technique == "static":
         return static.working_bytes <= memory
     if technique == "swap":
         low = lowest_swap_plan(graph, MemoryOptions(planner="greedy-size"), machine=machine)
         return low.working_bytes <= memory
+    if technique not in ("DTR", "DTR+swap"):
+        raise SwapError(f"technique must be static, swap, DTR or DTR+swap, not {technique!r}")
+    swap = {"evict": "cheaper", "machine": machine} if technique == "DTR+swap" else {}
     try:
-        simulate(graph, memory, schedule=static.plan.schedule)
+        simulate(graph, memory, schedule=static.plan.schedule, **swap)
         return True
     except (BudgetError, ThrashError):
         return False

@@ -9,20 +9,31 @@ op footprint) to 100%, and starts at the smallest ratio at
 which DTR finishes (`default_ratio`). A run never raises for a budget that is too small:
 `run_at` records what stopped it, and the pictures draw such a run as failed, never
 with a saving.
+
+The evict control (`DTROptions.evict`, runtime/dtr/hostswap.py) says what an eviction
+does: "drop" (recompute it later, DTR as in lesson 07, the default), "swap" (copy it to
+host memory over the link while there is room) or "cheaper" (whichever costs less,
+Capuchin's choice [Peng 2020]); such a run weighs op seconds on the link's machine
+against the copies (`seconds_program`, the costs of `experiments.swap.compare`), a drop
+run FLOPs. A run that swapped counts its victims apart: `swapped`
+copied to host memory, `dropped` recomputed, `host_peak` the host bytes (`footprint.host`),
+and keeps its trace for the timeline that marks each copy (`plots.plot_dtr_timeline`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BudgetError, ThrashError
 from ..experiments.techniques import TechniqueRow
-from ..graph import fmt_bytes
+from ..graph import Graph, fmt_bytes
 from ..memory.api import MemoryReport
-from ..runtime.dtr import Bounds, DTROptions, Program, simulate
+from ..memory.swap import op_seconds
+from ..memory.swap_plan import machine_of
+from ..runtime.dtr import Bounds, DTROptions, Program, program_from_graph, simulate
 from ..runtime.dtr.bounds import budget_ratio
 from .plots import fmt_in
 
@@ -38,7 +49,9 @@ class DTRRun:
     `status` ok / thrashed / below smallest budget / stuck, the compute it paid
     (`overhead`, ok only), `used` (the most working memory it held, ok only), `lower`,
     the smallest budget that could work (`Bounds.lower`), and `live`, the working minimum
-    (no run that recomputes nothing holds less)."""
+    (no run that recomputes nothing holds less). `evict` is what an eviction did ("drop",
+    "swap", "cheaper"); an ok run counts its evictions `swapped` to host memory and
+    `dropped`, the `host_peak` bytes, and keeps its `trace` (`DTRTrace`, for the timeline)."""
     ratio: float
     budget: int
     status: str
@@ -47,6 +60,11 @@ class DTRRun:
     error: str = ""
     used: int | None = None
     live: int = 0
+    evict: str = "drop"
+    swapped: int = 0
+    dropped: int = 0
+    host_peak: int = 0
+    trace: Any = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -54,7 +72,16 @@ class DTRRun:
 
     @property
     def label(self) -> str:
-        return f"DTR at {self.ratio:.0%} budget"
+        how = "" if self.evict == "drop" else f" ({self.evict})"
+        return f"DTR{how} at {self.ratio:.0%} budget"
+
+    def _swap_words(self, size: Callable[[int], str]) -> str:
+        """", 12 evictions swapped (host peak X), 3 dropped" (ok runs with evict other
+        than drop; "" otherwise)."""
+        if self.evict == "drop" or not self.ok:
+            return ""
+        return (f", {self.swapped} evictions swapped (host peak {size(self.host_peak)}), "
+                f"{self.dropped} dropped")
 
     def describe(self, unit: str | None = None, working_minimum: int | None = None) -> str:
         """"DTR at 53% budget: 415.04 KiB working memory, compute x8.06" or what stopped
@@ -65,8 +92,8 @@ class DTRRun:
         wm = self.live if working_minimum is None else working_minimum
         if self.status == DTR_OK:
             where = "below" if self.budget < wm else "not below"
-            return (f"{head}, compute x{self.overhead:.2f}, {where} the working minimum "
-                    f"{size(wm)}")
+            return (f"{head}, compute x{self.overhead:.2f}{self._swap_words(size)}, {where} "
+                    f"the working minimum {size(wm)}")
         if self.status == DTR_BELOW:
             return (f"{head}, below smallest budget {size(self.lower)} (the largest "
                     f"op footprint): not run")
@@ -82,7 +109,7 @@ class DTRRun:
         ok run paid."""
         note = ""
         if self.ok:
-            note = f"compute x{self.overhead:.2f}" + \
+            note = f"compute x{self.overhead:.2f}" + self._swap_words(fmt_bytes) + \
                 (", below the working minimum" if self.budget < minimum else "")
         return TechniqueRow(self.label, "dtr", self.budget, report.no_reuse_bytes, 0,
                             0.0, "dynamic", note, status=self.status,
@@ -90,21 +117,39 @@ class DTRRun:
                             working_minimum=minimum, shared=True, reached=self.used)
 
 
-def run_at(program: Program, bounds: Bounds, ratio: float) -> DTRRun:
-    """DTR (simulated, the DTR paper's heuristic) at `ratio` of the total peak; a budget
-    below `bounds.lower` is not run, a thrashing or stuck run says so."""
+def run_at(program: Program, bounds: Bounds, ratio: float, evict: str = "drop",
+           link: str = "pcie4") -> DTRRun:
+    """DTR (simulated, the DTR paper's heuristic) at `ratio` of the total peak, each
+    eviction as `evict` says; a budget below `bounds.lower` is not run, a thrashing or
+    stuck run says so. With evict other than drop a swap's copies go over `link` (a name
+    of `memory.swap_plan.MACHINES`) and `program`'s costs are seconds (`seconds_program`),
+    so a second of copying costs 1 (`cost_rate=1.0`), as in `experiments.swap.compare`."""
     budget = bounds.arena_budget(ratio)
     if budget < bounds.lower:
-        return DTRRun(ratio, max(budget, 0), DTR_BELOW, bounds.lower, live=bounds.live)
+        return DTRRun(ratio, max(budget, 0), DTR_BELOW, bounds.lower, live=bounds.live,
+                      evict=evict)
+    swap = {} if evict == "drop" else {"evict": evict, "machine": link, "cost_rate": 1.0}
     try:
-        trace = simulate(program, budget=budget, heuristic="dtr")
+        trace = simulate(program, budget=budget, heuristic="dtr", **swap)
     except ThrashError as e:
         return DTRRun(ratio, budget, DTR_THRASHED, bounds.lower, error=str(e),
-                      live=bounds.live)
+                      live=bounds.live, evict=evict)
     except BudgetError as e:     # stuck: the pinned bytes left no room
-        return DTRRun(ratio, budget, DTR_STUCK, bounds.lower, error=str(e), live=bounds.live)
+        return DTRRun(ratio, budget, DTR_STUCK, bounds.lower, error=str(e), live=bounds.live,
+                      evict=evict)
     return DTRRun(ratio, budget, DTR_OK, bounds.lower, trace.overhead, used=trace.max_used,
-                  live=bounds.live)
+                  live=bounds.live, evict=evict, swapped=len(trace.swapped),
+                  dropped=len(trace.evicted) - len(trace.swapped),
+                  host_peak=trace.host_peak, trace=trace)
+
+
+def seconds_program(graph: Graph, order: Sequence[str], alignment: int, link: str
+                    ) -> Program:
+    """The program of `graph` in `order` whose op costs are seconds on `link`'s machine
+    (its FLOPs at the machine's compute plus a launch, `memory.swap.op_seconds`): the
+    costs a swapping run weighs its copies against."""
+    secs = op_seconds(graph, order, machine_of(link))
+    return program_from_graph(graph, order, alignment, costs=dict(zip(order, secs)))
 
 
 def low_ratio(bounds: Bounds) -> float:

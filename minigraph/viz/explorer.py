@@ -25,7 +25,11 @@ below it. The headline gives both counts, each named.
 DTR's budget slider and its runs are `dtr_budget`'s: the slider starts at the smallest
 budget of the model shown at which DTR finishes; a run that did not finish is drawn as
 such (a hatched bar labelled "thrashed", "stuck" or "below smallest budget"), never with
-a saving.
+a saving. DTR's evict control (`dtr_evict`: "drop", "swap", "cheaper"; runtime/dtr/
+hostswap.py) says what an eviction does, a swap's copies over the link chosen; with
+evict other than drop the headline and DTR's bar count the evictions swapped apart from
+those dropped, with the host peak, and DTR's picture adds the run's timeline with each
+copy out and back at its clock (`plots.plot_dtr_timeline`). With drop it is as before.
 
 The swap toggle and its budget and link are `swap_view`'s: with swap on, `plan_swap`
 packs the split intervals with the chosen planner at the budget asked for; the headline
@@ -51,8 +55,16 @@ from ..memory.planners import PLANNERS
 from ..memory.swap_plan import SwapReport
 from ..models import MODELS, get_model
 from ..runtime.dtr import Bounds, Program, program_from_graph
+from ..runtime.dtr.options import EVICT_MODES
 from . import plots, swap_view
-from .dtr_budget import DTRRun, check_budget_ratio, default_ratio, low_ratio, run_at
+from .dtr_budget import (
+    DTRRun,
+    check_budget_ratio,
+    default_ratio,
+    low_ratio,
+    run_at,
+    seconds_program,
+)
 
 CUSTOM = "(your graph)"          # the model dropdown's entry for a graph passed in
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -78,7 +90,8 @@ class WidgetState:
     "strict" (its only reader, as in MXNet's note [Chen 2016] and GE [Huawei GE]).
     `swap` plans with swapping [Rhu 2016] at `swap_budget`, a fraction of the theoretical
     minimum without swap (None: the lowest swapping reaches), over `link` (a name of
-    `memory.swap_plan.MACHINES`)."""
+    `memory.swap_plan.MACHINES`). `dtr_evict` is what DTR does with a victim ("drop",
+    "swap" or "cheaper", `DTROptions.evict`), a swap's copies over `link` too."""
     model: str = CUSTOM
     batch: int = 8
     order: str = "program"
@@ -89,6 +102,7 @@ class WidgetState:
     color_by: str = "kind"
     dtr: bool = False
     dtr_budget: float | None = None
+    dtr_evict: str = "drop"
     slow: bool = False
     time_limit: float = 5.0
     swap: bool = False
@@ -175,6 +189,12 @@ class ExplorerResult:
                      "and only recomputation goes below it. DTR's budget is a fraction of "
                      "the total peak without rematerialisation (working peak + inputs, "
                      "parameters and outputs), the DTR paper's.")
+            if self.state.dtr_evict != "drop":
+                text += (f" DTR's evictions: {self.state.dtr_evict} (over {self.state.link}), "
+                         "its costs each op's seconds (FLOPs at the machine's rate plus a "
+                         "launch) against each copy's; its timeline marks each copy out to "
+                         "host memory and back at the clock it began, with the host peak "
+                         "beside working memory.")
         return text
 
 
@@ -186,7 +206,9 @@ def techniques_on(state: WidgetState) -> str:
     parts = ["no reuse" if state.planner == "none" else state.planner,
              *rule[state.inplace],
              *([f"{state.colors} colours"] if state.colors > 1 else []),
-             f"order {state.order}", *(["DTR"] if state.dtr else []),
+             f"order {state.order}",
+             *([] if not state.dtr else ["DTR"] if state.dtr_evict == "drop" else
+               [f"DTR (evict {state.dtr_evict}, {state.link})"]),
              *([f"swap ({state.link})"] if state.swap else [])]
     return ", ".join(parts)
 
@@ -304,7 +326,8 @@ class MemoryExplorer:
         return {"model": ([CUSTOM] if self.custom is not None else []) + list(self.models),
                 "batch": list(BATCHES), "order": list(ORDERS), "planner": list(PLANNERS),
                 "alignment": list(ALIGNMENTS), "colors": [1, 2, 3, 4],
-                "color_by": list(COLOR_BY), "link": list(swap_view.LINKS)}
+                "color_by": list(COLOR_BY), "link": list(swap_view.LINKS),
+                "dtr_evict": list(EVICT_MODES)}
 
     def graph(self, state: WidgetState) -> Graph:
         if state.model == CUSTOM:
@@ -370,9 +393,19 @@ class MemoryExplorer:
         ratio = check_budget_ratio(ratio if ratio is not None else
                                    state.dtr_budget if state.dtr_budget is not None else
                                    self.dtr_default(state))
-        key = (*self._dkey(state), round(ratio, 6))
+        how = () if state.dtr_evict == "drop" else (state.dtr_evict, state.link)
+        key = (*self._dkey(state), round(ratio, 6), *how)
         if key not in self._dtr:
-            self._dtr[key] = run_at(*self._program(state), ratio)
+            program, bounds = self._program(state)
+            if how:                  # a swapping run: op seconds against the copies
+                pkey = (*self._dkey(state), "seconds", state.link)
+                if pkey not in self._programs:
+                    graph = self.graph(state)
+                    self._programs[pkey] = (seconds_program(
+                        graph, schedule(graph, state.order), state.alignment, state.link),
+                        bounds)
+                program = self._programs[pkey][0]
+            self._dtr[key] = run_at(program, bounds, ratio, state.dtr_evict, state.link)
         return self._dtr[key]
 
     def sweep(self, state: WidgetState, progress: techniques.Progress | None = None) -> list[Any]:
@@ -386,12 +419,13 @@ class MemoryExplorer:
     def dtr_default(self, state: WidgetState,
                     progress: techniques.Progress | None = None) -> float:
         """The budget the slider starts at (`default_ratio`): the smallest on its grid at
-        which DTR finishes on this graph."""
+        which DTR (dropping its victims) finishes on this graph."""
         key = self._dkey(state)
+        drop = state.replace(dtr_evict="drop")
         if key not in self._defaults:
             self._defaults[key] = default_ratio(self.sweep(state, progress),
                                                 self.dtr_low(state),
-                                                lambda r: self.dtr_run(state, r).ok)
+                                                lambda r: self.dtr_run(drop, r).ok)
         return self._defaults[key]
 
     # Swap ------------------------------------------------------------------------------
@@ -477,10 +511,21 @@ class MemoryExplorer:
                 "comparison": MemoryExplorer._comparison(result)}
         if result.sweep:
             run = result.dtr
+            swapping = run is not None and run.evict != "drop" and run.trace is not None
+            ax = None
+            if swapping:                 # the sweep above, this run's copies below
+                from matplotlib.figure import Figure  # lazy: matplotlib is optional
+                fig = Figure(figsize=(11, 6.4), layout="constrained")
+                ax, below = fig.subplots(2, 1)
+            title = (f"DTR dropping: compute per budget; diamond: evict {run.evict}"
+                     if swapping else None)
             figs["dtr"] = plots.plot_dtr_sweep(
-                result.sweep, run.ratio if run is not None else None,
+                result.sweep, run.ratio if run is not None else None, ax=ax, title=title,
                 chosen_status=run.status if run is not None else "ok",
                 chosen_overhead=run.overhead if run is not None else None)
+            if swapping:
+                plots.plot_dtr_timeline(run.trace, ax=below)
+                figs["dtr"] = fig
         return figs
 
     @staticmethod

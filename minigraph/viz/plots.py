@@ -738,16 +738,26 @@ def _sweep_legend(ax: Any) -> None:
               bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
+DTR_OUT_COLOR, DTR_IN_COLOR, DTR_HOST_COLOR = "#17becf", "#9467bd", "#8c564b"
+
+
 def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
     """One DTR run (a `DTRTrace`): the tensors resident after each op (its workspace
     already given back) against the runtime clock, with the budget (working memory:
-    tensors and workspace) and the working peak without rematerialisation. Returns the
-    Axes."""
+    tensors and workspace) and the working peak without rematerialisation. A run that
+    swapped (`DTROptions(evict="swap" | "cheaper")`, MegEngine's SWAP [MegEngine 2021])
+    also shows each copy of `trace.transfers` at the clock it began (a down triangle:
+    copy out to host memory; an up triangle: copy back), the host peak
+    (`trace.host_peak`, `footprint.host`) as a line beside working memory, and in the
+    title how many victims were swapped and how many dropped. Returns the Axes."""
     import matplotlib.pyplot as plt
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3))
+    swapped = bool(getattr(trace, "transfers", []) or getattr(trace, "swapped", []))
+    if ax is None:                     # a swapping run's legend goes beside the axes
+        _, ax = plt.subplots(figsize=(9.5, 3), layout="constrained") if swapped else \
+            plt.subplots(figsize=(7, 3))
     ys = [y for _, y in trace.timeline]
-    unit, div = byte_unit(max([*ys, trace.budget, trace.peak, 1]))
+    host = getattr(trace, "host_peak", 0)
+    unit, div = byte_unit(max([*ys, trace.budget, trace.peak, host, 1]))
     if trace.timeline:
         ax.step([x for x, _ in trace.timeline], [y / div for y in ys], where="post", lw=1,
                 label="tensors resident after each op")
@@ -755,9 +765,31 @@ def plot_dtr_timeline(trace: Any, ax: Any = None) -> Any:
                label=f"budget {fmt_in(trace.budget, unit)}", gid="budget")
     ax.axhline(trace.peak / div, color="gray", ls=":", lw=1,
                label=f"no-remat peak {fmt_in(trace.peak, unit)}", gid="peak")
+    title = f"{trace.heuristic}: x{trace.overhead:.2f} compute"
+    if swapped:
+        _mark_dtr_transfers(ax, trace, unit, div)
+        title += (f"; {len(trace.swapped)} swapped, "
+                  f"{len(trace.evicted) - len(trace.swapped)} dropped")
     _plain_ticks(ax.yaxis)
     ax.set_xlabel("clock (cost units)")
     ax.set_ylabel(f"bytes ({unit})")
-    ax.set_title(f"{trace.heuristic}: x{trace.overhead:.2f} compute")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(title)
+    if swapped:                         # more entries: beside the axes
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    else:
+        ax.legend(loc="upper right", fontsize=8)
     return ax
+
+
+def _mark_dtr_transfers(ax: Any, trace: Any, unit: str, div: float) -> None:
+    """`plot_dtr_timeline`'s swap marks: the host peak line, and each copy out (gid
+    "dtr:out") and back ("dtr:in") at the clock it began, along the top of the axes."""
+    ax.axhline(trace.host_peak / div, color=DTR_HOST_COLOR, ls="-.", lw=1.2, gid="host_peak",
+               label=f"host peak {fmt_in(trace.host_peak, unit)} (swapped copies)")
+    y = ax.get_ylim()[1] * 0.97
+    for way, color, marker, words, moved in (
+            ("out", DTR_OUT_COLOR, "v", "copy out", trace.bytes_out),
+            ("in", DTR_IN_COLOR, "^", "copy back", trace.bytes_in)):
+        xs = [clock for clock, kind, _, _ in trace.transfers if kind == way]
+        ax.scatter(xs, [y] * len(xs), marker=marker, s=24, color=color, zorder=5,
+                   gid=f"dtr:{way}", label=f"{words} ({len(xs)}; {fmt_in(moved, unit)})")

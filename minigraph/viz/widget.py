@@ -11,7 +11,8 @@ Two layers, so the logic is tested without a browser:
   beside the live widget, so an exported notebook is not blank.
 
 The DTR budget slider (`minigraph.viz.dtr_budget`) starts at the smallest budget of the
-model shown at which DTR finishes; a run that did not finish is drawn as such. The swap
+model shown at which DTR finishes; a run that did not finish is drawn as such; its evict
+dropdown (drop / swap / cheaper) says what DTR does with a victim. The swap
 toggle (`minigraph.viz.swap_view`) starts its budget slider at the lowest budget swapping
 reaches with the chosen planner; a budget it cannot meet is its one-line message.
 """
@@ -75,9 +76,11 @@ class MemoryWidget(w.VBox if w is not None else object):
     off / last reader / strict), `set(colors=2)` (parallel-safe colours),
     `set(color_by="block")` (the layout's colours), `set(dtr=True)` (DTR at the model's
     default budget), `set(dtr=True, dtr_budget=0.6)` (60% of its total peak; None: the
-    default again), `set(swap=True)` (swap at the lowest budget it reaches with this
-    planner), `set(swap=True, swap_budget=0.8, link="pcie5")` (80% of the theoretical
-    minimum without swap), `set(model="resnet", batch=4)`. `widget.result` is the last
+    default again), `set(dtr=True, dtr_evict="cheaper")` (each victim dropped or copied
+    to host memory over the link, the cheaper), `set(swap=True)` (swap at the lowest
+    budget it reaches with this planner), `set(swap=True, swap_budget=0.8,
+    link="pcie5")` (80% of the theoretical minimum without swap),
+    `set(model="resnet", batch=4)`. `widget.result` is the last
     `ExplorerResult`, `widget.headline` its headline.
     """
 
@@ -113,6 +116,9 @@ class MemoryWidget(w.VBox if w is not None else object):
                                         step=BUDGET_STEP, description="DTR budget",
                                         readout_format=".0%", style=style, layout=lay,
                                         continuous_update=False, disabled=not st.dtr)
+        c["dtr_evict"] = w.Dropdown(options=ch["dtr_evict"], value=st.dtr_evict,
+                                    description="evict", style=style, layout=lay,
+                                    disabled=not st.dtr)
         c["swap"] = w.Checkbox(value=st.swap, description="swap", indent=False,
                                layout=w.Layout(width="120px"))
         swap_budget = 1.0 if st.swap_budget is None else float(st.swap_budget)
@@ -121,7 +127,7 @@ class MemoryWidget(w.VBox if w is not None else object):
                                          readout_format=".1%", style=style, layout=lay,
                                          continuous_update=False, disabled=not st.swap)
         c["link"] = w.Dropdown(options=ch["link"], value=st.link, description="link",
-                               style=style, layout=lay, disabled=not st.swap)
+                               style=style, layout=lay, disabled=not _uses_link(st))
         for name, ctl in c.items():
             ctl.add_class(f"mg-control-{name}")
             ctl.observe(self._changed, names="value")
@@ -150,7 +156,7 @@ class MemoryWidget(w.VBox if w is not None else object):
             w.HBox([c["model"], c["batch"], c["order"]], layout=wrap),
             w.HBox([c["planner"], c["alignment"], c["colors"]], layout=wrap),
             w.HBox([c["inplace"], c["slow"], c["color_by"]], layout=wrap),
-            w.HBox([c["dtr"], c["dtr_budget"]], layout=wrap),
+            w.HBox([c["dtr"], c["dtr_budget"], c["dtr_evict"]], layout=wrap),
             w.HBox([c["swap"], c["swap_budget"], c["link"]], layout=wrap),
         ], layout=w.Layout(max_width="100%"))
         self.progress.layout.max_width = "100%"
@@ -279,7 +285,8 @@ class MemoryWidget(w.VBox if w is not None else object):
         self.controls["batch"].disabled = st.model == CUSTOM
         self.controls["dtr_budget"].disabled = not st.dtr
         self.controls["swap_budget"].disabled = not st.swap
-        self.controls["link"].disabled = not st.swap
+        self.controls["dtr_evict"].disabled = not st.dtr
+        self.controls["link"].disabled = not _uses_link(st)
         self._set_busy(True, st.describe())
         try:
             st = self._sync_budget(st)
@@ -318,6 +325,11 @@ class MemoryWidget(w.VBox if w is not None else object):
             data["image/png"] = base64.b64encode(figure_bytes(fig, dpi=72)).decode()
             data["text/plain"] = f"memory_widget: {self.result.headline}"
         return data
+
+
+def _uses_link(st: WidgetState) -> bool:
+    """The link matters: swap is on, or DTR is on and swaps its victims."""
+    return st.swap or (st.dtr and st.dtr_evict != "drop")
 
 
 def check_offered(explorer: MemoryExplorer, state: WidgetState,
