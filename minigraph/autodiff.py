@@ -88,9 +88,7 @@ def grad(loss: Tensor, wrt: Sequence[Tensor]) -> list[Tensor]:
 
 def _aggregate(gs: list[Tensor]) -> Tensor | None:
     """One gradient from its contributions: itself, or one `add_n` aggregation node."""
-    if not gs:
-        return None
-    return add_n(*gs)
+    return add_n(*gs) if gs else None
 
 
 def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
@@ -108,8 +106,7 @@ def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
         raise GradError(f"training_graph: no parameters to update: params is empty (the "
                         f"loss {getattr(loss, 'name', loss)!r} needs at least one mg.param)")
     grads = grad(loss, params)
-    updates = sgd_updates(loss, params, grads, lr)
-    return Graph([loss, *updates], name=name)
+    return Graph([loss, *sgd_updates(loss, params, grads, lr)], name=name)
 
 
 def sgd_updates(loss: Tensor, params: Sequence[Tensor], grads: Sequence[Tensor],

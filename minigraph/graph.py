@@ -11,14 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from .errors import GraphError, ShapeError
-from .graph_data import (  # noqa: F401  (re-exported)
-    LEAF_KINDS,
-    Node,
-    TensorInfo,
-    _freeze,
-    check_plain_data,
-    toposort,
-)
+from .graph_data import LEAF_KINDS, Node, TensorInfo, _freeze, check_plain_data, toposort  # noqa: F401
 from .tensor import (  # noqa: F401  (building names, re-exported: `from minigraph.graph import input`)
     FROM_OPS,
     Call,

@@ -2,8 +2,8 @@
 
 A `Buffer` is a block of bytes alive over the steps `[start, end]` (inclusive). Every
 planner takes a list of them and returns offsets; nothing else. That is the 2D picture of
-Chainer-Opt [Sekiyama 2018]: time on x, address on y, each buffer a rectangle; a plan is valid when
-no two rectangles overlap.
+Chainer-Opt [Sekiyama 2018]: time on x, address on y, each buffer a rectangle; a plan is
+valid when no two rectangles overlap.
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ from ..errors import PlanError
 
 @dataclass(frozen=True)
 class Buffer:
-    """`size` bytes alive from step `start` to step `end`, both inclusive.
-
-    `color`: buffers of different colours never share bytes (parallel-safe sharing).
-    """
+    """`size` bytes alive from step `start` to step `end`, both inclusive; buffers of
+    different `color`s never share bytes (parallel-safe sharing)."""
     id: Hashable
     start: int
     end: int
@@ -109,15 +107,11 @@ def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
                      handovers: Iterable[tuple[Hashable, Hashable]] = ()) -> None:
     """Prove that no two buffers alive at the same step overlap in the arena.
 
-    The one exception is an in-place hand-over `(a, b)`: `a` is born before the step where
-    `b` starts and dies at that step, at the same offset with the same size (the op
-    overwrites its input); each buffer gives its bytes to at most one other and takes them
-    from at most one. That is all a list of buffers can show: whether the op producing b
-    may overwrite a is `MemoryPlan.validate`'s to check, with the graph. Buffers of
-    different colours never share bytes, at any step. Also checks that offsets are
-    aligned, non-negative and inside the arena. The verdict does not depend on the order
-    of either list. Raises PlanError naming the buffers, their intervals, their byte
-    ranges and the step.
+    The one exception is an in-place hand-over `(a, b)` (`_check_handovers`); whether the
+    op producing b may overwrite a is `MemoryPlan.validate`'s to check, with the graph.
+    Buffers of different colours never share bytes, at any step; offsets are aligned,
+    non-negative and inside the arena. The verdict does not depend on the order of either
+    list. PlanError names the buffers, their intervals, their byte ranges and the step.
     """
     if len({b.id for b in buffers}) != len(buffers):
         raise PlanError("two buffers share an id")
@@ -201,12 +195,10 @@ def first_overlap(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
                   handovers: Iterable[tuple[Hashable, Hashable]] = ()
                   ) -> tuple[Buffer, Buffer] | None:
     """Two buffers alive at a common step whose bytes overlap, or None: (the one placed
-    first, the one that starts later). An in-place pair (a, b) hands a's bytes to b at
-    b's first step, so it does not count.
+    first, the one that starts later); an in-place pair (a, b) does not count.
 
     A sweep over time; the live set is kept sorted by offset, so a new buffer only needs
-    checking against its two neighbours (if the live set is disjoint, that suffices).
-    O(n log n) for a valid plan.
+    checking against its two neighbours (the live set is disjoint). O(n log n).
     """
     by_id = {b.id: b for b in buffers}
     handed = {b: a for a, b in handovers}

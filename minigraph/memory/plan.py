@@ -30,17 +30,13 @@ class MemoryPlan:
     """Offset and size of every planned tensor of one schedule of one graph.
 
     `arena_bytes` is the end of the highest tensor; `inplace` lists (input, output)
-    hand-overs and `inplace_rule` the rule they keep ("last-reader" or "strict", see
-    `inplace.py`; None when the plan was made without in-place, and then it has none; a
-    plan made by hand keeps "last-reader" unless told otherwise);
-    `planner` names the planner; `note` is what the planner said (for the ILP: "optimal"
-    or its gap). `graph` is the graph it was planned for (`plan_memory` sets it; None for
-    a plan made by hand).
+    hand-overs, `inplace_rule` the rule they keep ("last-reader" or "strict", `inplace.py`;
+    None: made without in-place, so none); `note` is what the planner said (the ILP's gap);
+    `graph` the graph it was planned for (None for a plan made by hand).
 
-    A plan is bound to what it was made for, all of it in `liveness`: the schedule, every
-    tensor's interval and aligned bytes, and which tensors are external (inputs,
-    parameters, constants, graph outputs: not planned, never in `offsets`). `bound_to`
-    refuses any other graph, naming the first difference; the Executor asks it first.
+    A plan is bound to its `liveness`: the schedule, every tensor's interval and aligned
+    bytes, which tensors are external (never in `offsets`). `bound_to` refuses any other
+    graph, naming the first difference; the Executor asks it first.
     """
     liveness: Liveness
     offsets: dict[str, int]
@@ -84,15 +80,10 @@ class MemoryPlan:
 
     def validate(self, graph: Graph | None = None) -> MemoryPlan:
         """Raise PlanError unless no two tensors alive at one step overlap (in-place
-        hand-overs excepted), every offset is aligned (to the plan's alignment and, with a
-        graph, to the tensor's itemsize: `check_itemsizes`) and everything fits in the
-        arena.
-
-        Against `graph` (default: the graph it was planned for) the plan must first be
-        bound to it (`bound_to`: the sizes checked are the graph's real bytes), and every
-        hand-over must keep the plan's in-place rule (`inplace_refusal` with
-        `inplace_rule`: the op declares it, the input dies at that step, ...). Without any
-        graph the hand-overs cannot be checked, so a plan that has some is refused."""
+        hand-overs excepted), every offset is aligned (with a graph, to its itemsize too)
+        and everything fits in the arena. Against `graph` (default: the one it was planned
+        for) the plan must be `bound_to` it and every hand-over keep `inplace_rule`
+        (`inplace_refusal`); without a graph a plan with hand-overs is refused."""
         graph = graph if graph is not None else self.graph
         if graph is not None:
             self.bound_to(graph)
@@ -119,10 +110,8 @@ class MemoryPlan:
         return self
 
     def check_itemsizes(self, graph: Graph) -> MemoryPlan:
-        """Raise PlanError unless every offset is a multiple of its tensor's itemsize: the
-        executor views the arena at that offset as the tensor's dtype, and an unaligned
-        view runs other kernels (NumPy rounds differently: other bits than the run without
-        reuse; CuPy refuses it). A plan at an alignment below an itemsize has some."""
+        """Raise PlanError unless every offset is a multiple of its tensor's itemsize (the
+        executor views the arena there as the dtype; why, `offset_alignment`)."""
         for name, off in self.offsets.items():
             dtype = graph.tensors[name].dtype
             k = itemsize(dtype)

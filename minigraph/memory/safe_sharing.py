@@ -4,10 +4,9 @@ Colouring (coloring.py) keeps the nodes of long paths apart, but it is a heurist
 reader off a path is not kept apart (lesson 04). Safe mode is the guarantee: two tensors
 share bytes only when every use of the first is ordered before the second's producer by
 the graph's edges, whatever order a parallel runtime picks. `safe_pairs` keeps only the
-in-place hand-overs that are safe; `safe_placement` plans two ways and keeps the smaller
-arena: `safe_classes` (safe by construction) and `stretch_rounds` (plan, find the hazards,
-keep those pairs apart, until none is left; `safe_ends` is the bound proven for any
-planner).
+in-place hand-overs that are safe; `safe_placement` plans two ways, keeping the smaller
+arena: `safe_classes` (safe by construction) and `stretch_rounds` (plan, keep the
+hazardous pairs apart, repeat; `safe_ends` is the bound proven for any planner).
 """
 
 from __future__ import annotations
@@ -151,15 +150,13 @@ def stretch_rounds(graph: Graph, live: Liveness, buffers: Sequence[Buffer],
     ends = {b.id: b.end for b in buffers}
     starts = {name: live.intervals[name].start for name in group}
     for rounds in range(1, SAFE_ROUNDS + 2):
-        proven = rounds > SAFE_ROUNDS or (stop is not None and
-                                          stop - now() < left / 2)
+        proven = rounds > SAFE_ROUNDS or (stop is not None and stop - now() < left / 2)
         if proven:
             for name, end in safe_ends(graph, live).items():
                 ends[group[name]] = max(ends[group[name]], end)
         stretched = [dataclasses.replace(b, end=ends[b.id]) for b in buffers]
         if stop is not None:
-            options = {**options, "time_limit": max((stop - now()) /
-                                                    (1 if proven else 2), 1e-3)}
+            options = {**options, "time_limit": max((stop - now()) / (1 if proven else 2), 1e-3)}
         _, placement = plan_buffers(stretched, planner, alignment, **options)
         offsets = {name: placement.offsets[gid] for name, gid in group.items()}
         hazards = MemoryPlan(live, offsets, 0, list(pairs)).parallel_hazards(graph)

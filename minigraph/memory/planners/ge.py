@@ -11,14 +11,11 @@ three classic steps [Huawei GE, §1.1]:
 3. resize: each block shrinks to the largest tensor it held, rounded up to the alignment
    (512 bytes in GE); the blocks are laid end to end.
 
-GE's improvement [Huawei GE, §1.2]: level 1 reuses a block only for a tensor of *exactly*
-the same size; level 2 sorts the blocks by size, largest first, and puts each at the
-lowest offset that is free for its whole lifetime, so smaller blocks stack inside larger
-ones whose lifetimes they miss. On the worked example [Huawei GE] that gives 4608 bytes, the
-theoretical minimum, where Max block needs 6656 and no reuse 8704. Level 2 asks greedy.py's
-`PlacedBoxes` for the lowest offset free; this is "ge:textbook", and the registry's "ge"
-runs the same `ge_offsets` with the engine's faster boxes (`engine/heuristics.py`): the same
-offsets (tests/test_planner_tiers.py).
+GE's improvement [Huawei GE, §1.2], two levels (`plan_ge`), gives 4608 bytes on the worked
+example, the theoretical minimum, where Max block needs 6656 and no reuse 8704. Level 2
+asks greedy.py's `PlacedBoxes` for the lowest offset free; this is "ge:textbook", and the
+registry's "ge" runs the same `ge_offsets` with the engine's faster boxes
+(`engine/heuristics.py`): the same offsets (tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
@@ -155,13 +152,11 @@ def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool
     size, largest first (earlier first on ties); each goes to the lowest offset free for
     its whole lifetime - inside a larger block whose lifetime it misses, else on top.
 
-    A block's lifetime is the steps at which one of its tensors is alive. With
-    `holes=False` it is the hull, first start to last end, as the CANN GE article [Huawei GE] draws
-    it (figure 6); on the worked example both are the same, but a block reused across a long
-    stretch would otherwise block every step between its tensors. Either way level 1 ties
-    same-size tensors far apart in time to one offset, which level 2 must then find free
-    at all of their steps: on long random problems that costs more than it saves (see
-    benchmarks/plan_scaling.py, against greedy-size, which is level 2 alone).
+    A block's lifetime is the steps at which one of its tensors is alive; with
+    `holes=False` the hull, first start to last end, as [Huawei GE] draws it (figure 6).
+    Level 1 ties same-size tensors far apart in time to one offset, which level 2 must
+    find free at all their steps: on long random problems that costs more than it saves
+    (benchmarks/plan_scaling.py, against greedy-size, which is level 2 alone).
     """
     return two_level_placement(buffers, *ge_offsets(buffers, alignment, holes))
 

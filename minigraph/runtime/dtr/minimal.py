@@ -1,9 +1,8 @@
 """The DTR loop in one file, the textbook version [Kirisame 2021]: read it top to bottom.
 
-The loop is all here; what it runs and counts comes from five small neighbours, read
-alongside: program.py (the `Program`: ops, tensors, steps, costs), bounds.py (the
-budget check), states.py (a tensor's five states), neighbourhood.py (the union-find of
-evicted classes behind MegEngine's score) and heuristics.py (only its error type).
+The loop is all here; what it runs and counts comes from small neighbours: program.py
+(the `Program`), bounds.py (the budget check), states.py (a tensor's five states) and
+neighbourhood.py (the union-find of evicted classes behind MegEngine's score).
 
 Run a program op by op under a byte budget. To place an output, *evict* resident tensors,
 the lowest score first; when an op needs an evicted input, *recompute* it by re-running
