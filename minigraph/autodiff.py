@@ -93,12 +93,9 @@ def _aggregate(gs: list[Tensor]) -> Tensor | None:
 
 def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
                    name: str = "training") -> Graph:
-    """Forward + explicit backward + SGD update nodes (`W_new = W - lr*dW`) as one graph.
-
-    Each update runs after every other reader of its parameter, forward or backward,
-    because it overwrites the parameter in place. `lr` must be a finite number and
-    `params` not empty (ArgumentError, GradError).
-    """
+    """Forward + explicit backward + SGD update nodes (`W_new = W - lr*dW`) as one graph
+    (`sgd_updates`). `lr` must be a finite number and `params` not empty (ArgumentError,
+    GradError)."""
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not math.isfinite(lr):
         raise ArgumentError(f"training_graph: lr (the learning rate) must be a finite "
                             f"number, not {lr!r}")

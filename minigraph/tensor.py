@@ -198,10 +198,8 @@ def param(name: str, shape: Sequence[int], init: Any = "normal", dtype: Any = "f
     """A trainable parameter. `init`: "normal" (scaled by fan-in), "zeros", "ones", or an array."""
     if isinstance(init, str) and init not in ("normal", "zeros", "ones", "uniform"):
         raise GraphError(f"param {name}: unknown init {init!r}")
-    if not isinstance(init, str):
-        arr = np.asarray(init)
-        if arr.shape != tuple(shape):
-            raise GraphError(f"param {name}: init array shape {arr.shape} != {tuple(shape)}")
+    if not isinstance(init, str) and np.shape(init) != tuple(shape):
+        raise GraphError(f"param {name}: init array shape {np.shape(init)} != {tuple(shape)}")
     return Tensor(name, shape, dtype, "param", init=(init, scale))
 
 

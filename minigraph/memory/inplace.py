@@ -104,8 +104,7 @@ def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None
     check_rule(rule)
     colors = colors or {}
     pairs: list[tuple[str, str]] = []
-    taken_in: set[str] = set()
-    taken_out: set[str] = set()
+    taken_in, taken_out = set(), set()
     for step, name in enumerate(live.schedule):
         node = graph.node(name)
         for x, y in declared_pairs(node):

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, validate_offsets
+from .coloring import producers
 from .inplace import check_rule, inplace_refusal
 from .liveness import PLANNED_KINDS, Interval, Liveness, check_schedule, itemsize, liveness
 
 
 def offset_alignment(graph: Graph, alignment: int) -> int:
     """The alignment `plan_memory` places offsets at: `alignment`, raised to a multiple of
-    the itemsize of every tensor it plans (alignment 1 on a float32 graph places at 4,
-    alignment 3 at 12). A tensor's elements must be aligned: NumPy's kernels round
-    differently on an unaligned array (other bits than the run without reuse), CuPy's
-    cannot view one. Sizes stay rounded to `alignment` alone."""
+    every planned tensor's itemsize (1 on a float32 graph places at 4, 3 at 12): NumPy's
+    kernels round differently on an unaligned array (other bits than the run without
+    reuse), CuPy cannot view one. Sizes stay rounded to `alignment` alone."""
     outputs = set(graph.outputs)
     sizes = {itemsize(t.dtype) for t in graph.tensors.values()
              if t.kind in PLANNED_KINDS and t.name not in outputs}
@@ -36,8 +37,7 @@ class MemoryPlan:
 
     A plan is bound to its `liveness`: the schedule, every tensor's interval and aligned
     bytes, which tensors are external (never in `offsets`). `bound_to` refuses any other
-    graph, naming the first difference; the Executor asks it first.
-    """
+    graph, naming the first difference; the Executor asks it first."""
     liveness: Liveness
     offsets: dict[str, int]
     arena_bytes: int
@@ -69,10 +69,9 @@ class MemoryPlan:
                 for iv in self.liveness.planned()]
 
     def bound_to(self, graph: Graph) -> MemoryPlan:
-        """Raise PlanError unless this plan was made for `graph`: its schedule is a
-        topological order of `graph`'s nodes, every tensor has the same interval, bytes and
-        kind under it as when planned, and the offsets name exactly the planned tensors.
-        The message names the first difference. O(tensors)."""
+        """Raise PlanError, naming the first difference, unless this plan was made for
+        `graph`: its schedule a topological order of `graph`'s nodes, every tensor's
+        interval, bytes and kind as when planned, offsets for the planned tensors only."""
         check_schedule(graph, self.schedule)            # ScheduleError is a PlanError
         _same_tensors(self.liveness, liveness(graph, self.schedule, self.alignment))
         self._offsets_name_planned_tensors()
@@ -154,27 +153,12 @@ class MemoryPlan:
     def parallel_hazards(self, graph: Graph) -> list[tuple[str, str]]:
         """Pairs (a, b) sharing bytes where b's producer is not ordered after every reader
         of a by the graph itself: run concurrently, b could overwrite a while it is read.
-
         Only a's in-place successor and the tensors born after a dies, up to step `last`,
-        are compared with a: after `last` every node descends from each use of a (their
-        descendants' bits, ANDed), so nothing born there can be a hazard. On a chain that
-        leaves none: O(n) pairs instead of every pair."""
+        are compared with a: after `last` every node descends from each use of a, so
+        nothing born there can be a hazard (on a chain, O(n) pairs instead of all)."""
         order = list(self.schedule)
         pos = {n: k for k, n in enumerate(order)}
-        anc: dict[str, int] = {}   # ancestor sets as bitsets over schedule positions
-        parents: dict[str, list[str]] = {}
-        for n in order:
-            node = graph.node(n)
-            ps = [graph.tensors[i].producer for i in node.inputs]
-            parents[n] = [p for p in ps if p is not None] + list(node.deps)
-            bits = 0
-            for p in parents[n]:
-                bits |= anc[p] | (1 << pos[p])
-            anc[n] = bits
-        desc = dict.fromkeys(order, 0)
-        for n in reversed(order):
-            for p in parents[n]:
-                desc[p] |= desc[n] | (1 << pos[n])
+        anc, desc = ancestor_bits(graph, order), descendant_bits(graph, order)
         full = (1 << len(order)) - 1
         gives: dict[str, list[str]] = {}
         for x, y in self.inplace:
@@ -223,6 +207,28 @@ class MemoryPlan:
         return (f"MemoryPlan({self.planner}: arena {fmt_bytes(self.arena_bytes)}, "
                 f"{len(self.offsets)} tensors, {len(self.inplace)} in place"
                 + (f", {self.inplace_rule} rule)" if self.inplace else ")"))
+
+
+def ancestor_bits(graph: Graph, order: Sequence[str]) -> dict[str, int]:
+    """Every node's ancestors through data and control edges, as a bitset over `order`."""
+    pos = {n: i for i, n in enumerate(order)}
+    anc: dict[str, int] = {}
+    for n in order:
+        bits = 0
+        for p in [*producers(graph, n), *graph.node(n).deps]:
+            bits |= anc[p] | (1 << pos[p])
+        anc[n] = bits
+    return anc
+
+
+def descendant_bits(graph: Graph, order: Sequence[str]) -> dict[str, int]:
+    """Every node's descendants through data and control edges, as a bitset over `order`."""
+    pos = {n: i for i, n in enumerate(order)}
+    desc = dict.fromkeys(order, 0)
+    for n in reversed(order):
+        for p in [*producers(graph, n), *graph.node(n).deps]:
+            desc[p] |= desc[n] | (1 << pos[n])
+    return desc
 
 
 def _same_tensors(made: Liveness, here: Liveness) -> None:

@@ -20,25 +20,12 @@ from ..errors import PlanError
 from ..graph import Graph
 from .buffers import Buffer, Placement
 from .clock import now
-from .coloring import producers
 from .liveness import Liveness
-from .plan import MemoryPlan
+from .plan import MemoryPlan, ancestor_bits, descendant_bits
 from .planners import plan_buffers
 
 #: Rounds of "plan, find the hazards, keep those pairs apart" before the proven bound.
 SAFE_ROUNDS = 256
-
-
-def ancestor_bits(graph: Graph, order: Sequence[str]) -> dict[str, int]:
-    """Every node's ancestors through data and control edges, as a bitset over `order`."""
-    pos = {n: i for i, n in enumerate(order)}
-    anc: dict[str, int] = {}
-    for n in order:
-        bits = 0
-        for p in [*producers(graph, n), *graph.node(n).deps]:
-            bits |= anc[p] | (1 << pos[p])
-        anc[n] = bits
-    return anc
 
 
 def ordered_before(graph: Graph, anc: Mapping[str, int], pos: Mapping[str, int], a: str,
@@ -64,11 +51,7 @@ def safe_ends(graph: Graph, live: Liveness) -> dict[str, int]:
     not a descendant of every use of `a`. A tensor born later then has a producer that
     every use of `a` precedes, so no interval planner can make a hazard."""
     order = live.schedule
-    pos = {n: i for i, n in enumerate(order)}
-    desc = dict.fromkeys(order, 0)
-    for n in reversed(order):
-        for p in [*producers(graph, n), *graph.node(n).deps]:
-            desc[p] |= desc[n] | (1 << pos[n])
+    desc = descendant_bits(graph, order)
     full = (1 << len(order)) - 1
     ends = {}
     for iv in live.planned():

@@ -127,8 +127,7 @@ def ge_adjust(graph: Graph, order: list[str], strict: bool = False) -> list[str]
     leaves every input's life as it was and shortens its outputs' lives. [Huawei GE]
     states L1 > L2 for one input; equality (the first consumer reads the input too) is as
     safe, so it moves here unless `strict`. Nodes are visited from last to first, so a node
-    moves in front of its consumers' final places, never before what it depends on.
-    """
+    moves in front of its consumers' final places, never before what it depends on."""
     preds, succs = _edges(graph)
     planned = _planned_bytes(graph)
     # Order maintenance: a doubly linked list, and float keys to compare positions.

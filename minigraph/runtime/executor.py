@@ -30,12 +30,10 @@ from .swapping import SwapSteps
 
 
 class Executor:
-    """Runs `graph` (in `plan`'s schedule and arena, if given) on NumPy or CuPy.
-
-    A plan made for another graph is refused (PlanError naming the first difference).
-    `validate=False` skips the plan's validation (overlaps, hand-overs): only for
-    demonstrating what an unsafe plan does (a wrong answer, silently); never for real work.
-    """
+    """Runs `graph` (in `plan`'s schedule and arena, if given) on NumPy or CuPy. A plan
+    made for another graph is refused (PlanError naming the first difference).
+    `validate=False` skips the plan's validation (overlaps, hand-overs): only to show what
+    an unsafe plan does (a wrong answer, silently); never for real work."""
 
     def __init__(self, graph: Graph, plan: MemoryPlan | MemoryReport | None = None,
                  device: str = "auto", seed: int = 0, validate: bool = True):
@@ -198,15 +196,18 @@ class Executor:
     def step(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0) -> dict[str, Any]:
         """One run on the loaded storage; `feeds` (e.g. a new batch) are copied in first.
         Returns the graph outputs as device arrays (no copy to the host)."""
-        arrays = getattr(self, "_resident", None)
-        if arrays is None:
-            raise FeedError("Executor.step() needs Executor.load(feeds) first")
+        arrays = self._loaded("step")
         feeds = feeds or {}
         check_feeds(self.graph, feeds, partial=True)   # as run(): no broadcast, no casting
         for name, v in feeds.items():
             self._upload(name, arrays[name], v)
         self._execute(arrays, step)
         return {o: arrays[o] for o in self.graph.outputs}
+
+    def _loaded(self, method: str) -> dict[str, Any]:
+        if getattr(self, "_resident", None) is None:
+            raise FeedError(f"Executor.{method}() needs Executor.load(feeds) first")
+        return self._resident
 
     def _upload(self, name: str, dst: Any, value: Any) -> None:
         """Copy one feed in, a feed of labels or ids checked first (`check_index_feed`)."""
@@ -217,9 +218,7 @@ class Executor:
         """One step on the loaded storage (`load` first) with each kernel timed on the
         device's own clock (CUDA events on a GPU): (node, op, milliseconds), in schedule
         order. Where a step's time goes, op by op."""
-        arrays = getattr(self, "_resident", None)
-        if arrays is None:
-            raise FeedError("Executor.profile() needs Executor.load(feeds) first")
+        arrays = self._loaded("profile")
         clock = DeviceClock(self.xp)
         marks = [clock.mark()]
         self._execute(arrays, step, on_kernel=lambda: marks.append(clock.mark()))

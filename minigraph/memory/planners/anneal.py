@@ -132,11 +132,8 @@ class Decoding:
 
 def offset_order(items: Sequence[Buffer], offsets: Sequence[int]) -> list[int]:
     """The order that decodes to a plan at least as good as `offsets`: lowest first.
-
-    Placed in that order, each buffer finds its old bytes free (everything placed before
-    it that overlaps it in time lay below it, and now lies no higher), so the lowest gap
-    is at or below its old offset.
-    """
+    Placed in that order, each buffer finds its old bytes free (what was placed before it
+    and overlaps it in time lay below it, and now lies no higher)."""
     return sorted(range(len(items)), key=lambda i: (offsets[i], -items[i].size, i))
 
 
@@ -145,9 +142,7 @@ def start_order(items: Sequence[Buffer], plans: Sequence[tuple[str, list[int]]]
     """The order to start from, the heuristic it came from and its plan: the smallest of
     `plans` ((name, offsets by index)), the first on ties. Greedy-size's plan is its
     size order decoded; any other plan is read as an order by offset."""
-    def arena(off: list[int]) -> int:
-        return max(o + b.size for o, b in zip(off, items))
-    name, off = min(plans, key=lambda p: arena(p[1]))
+    name, off = min(plans, key=lambda p: max(o + b.size for o, b in zip(p[1], items)))
     return (size_order(items) if name == "greedy-size" else offset_order(items, off)), \
         name, off
 
@@ -166,9 +161,7 @@ def heuristic_plans(items: Sequence[Buffer], start: str,
                     run: Callable[[Sequence[Buffer], str], list[int]] = plain_offsets
                     ) -> list[tuple[str, list[int]]]:
     """The plans `start` names, each `run` to its end: "best" takes bestfit's and, when
-    that is above the theoretical minimum (no plan is lower), greedy-size's and GE's too,
-    listed greedy-size first (it wins ties). The annealer returns the best plan it saw,
-    so never one above the best of these."""
+    that is above the theoretical minimum, greedy-size's (first: it wins ties) and GE's."""
     if start == "greedy-size":
         return [("greedy-size", run(items, "greedy-size"))]
     plans = [("bestfit", run(items, "bestfit"))]

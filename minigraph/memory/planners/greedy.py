@@ -58,8 +58,7 @@ class PlacedBoxes:
 
     A box is named by its number in `spans`, the lifetimes of all the boxes to come (sizes
     `sizes`: the engine's indexes lay out their tables once). A GE block is several boxes
-    at one offset, so both methods take a few numbers at once.
-    """
+    at one offset, so both methods take a few numbers at once."""
 
     def __init__(self, spans: Sequence[tuple[int, int]], sizes: Sequence[int]) -> None:
         self.spans, self.sizes = spans, sizes

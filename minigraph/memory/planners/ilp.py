@@ -110,8 +110,7 @@ def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: i
                  upper: int, check: Callable[[str], None] = no_check, grain: int = 1) -> dict:
     """The program above as `scipy.optimize.milp` arguments. Variables x_0..x_{n-1}, M,
     then one z per pair; M between `lower` and `upper`, which is also the big U. Bytes
-    are counted in units of `grain` (a divisor of every size): a huge buffer among small
-    ones keeps U small enough for the solver's tolerances."""
+    are counted in units of `grain`, a divisor of every size (`SCALE_ABOVE`)."""
     from scipy.optimize import Bounds, LinearConstraint
 
     n = len(items)
@@ -179,11 +178,7 @@ class Rows:
     """A sparse constraint matrix built one row at a time, each row `... <= hi`."""
 
     def __init__(self) -> None:
-        self.rows: list[int] = []
-        self.cols: list[int] = []
-        self.vals: list[float] = []
-        self.lo: list[float] = []
-        self.hi: list[float] = []
+        self.rows, self.cols, self.vals, self.lo, self.hi = [], [], [], [], []
 
     def add(self, cols: list[int], vals: list[float], hi: float) -> None:
         r = len(self.hi)

@@ -2,16 +2,13 @@
 
 A graph becomes a program by walking its schedule: one `call` per node, then a `release`
 for every tensor whose last reader that node was (the moment a static planner would free
-it). A trace in the DTR authors' JSON-lines format becomes one the same way
-(`minigraph.dtr_research.simrd_log`, the research wing, which builds on this module).
-The runtime only ever sees this plain data, so both sources run through the same code.
+it). A trace in the DTR authors' JSON-lines format becomes one the same way (the research
+wing's `minigraph.dtr_research.simrd_log`), so both sources run through the same code.
 
-What counts against the budget (the one counting of every technique,
-`minigraph/memory/footprint.py`): the budget is *working memory*, the planned tensors
-(activations and gradients that are not graph outputs, each rounded up to the alignment)
-plus the declared workspace of the op that is running, in one range. Inputs, parameters,
-constants, graph outputs and a parameter's updated value are *outside* (`external`): their
-own buffers for the whole run (like the static plans' `outside_bytes`), never evicted.
+The budget is *working memory* (the one counting of every technique, `footprint.py`):
+the planned tensors (activations and gradients that are not graph outputs, aligned) plus
+the running op's declared workspace. Inputs, parameters, constants, graph outputs and
+updated parameters are *outside* (`external`): their own buffers, never evicted.
 
 Budget ratios (`ratio_of`), computed in one place, `Bounds.arena_budget` (bounds.py): by
 default a fraction of the *total* peak of the unmodified run, weights included, as the DTR
@@ -69,10 +66,8 @@ class OpSpec:
 
 
 class Program:
-    """Tensors, ops and steps (`("call", op)`, `("release", tensor)`, `("get", tensor)`).
-
-    Ops must be listed so that producers come before their consumers (program order).
-    """
+    """Tensors, ops and steps (`("call", op)`, `("release", tensor)`, `("get", tensor)`),
+    the ops listed so that producers come before their consumers (program order)."""
 
     def __init__(self, tensors: Sequence[TensorSpec], ops: Sequence[OpSpec],
                  steps: Sequence[tuple[str, int]], name: str = "program",
@@ -102,9 +97,7 @@ class Program:
         children: list[list[int]] = [[] for _ in range(n)]
         for op in self.ops:
             ins = [i for i in op.inputs if self.arena[i]]
-            for o in op.outputs:
-                if not self.arena[o]:
-                    continue
+            for o in (o for o in op.outputs if self.arena[o]):
                 for i in ins:
                     parents[o].append(i)
                     children[i].append(o)
@@ -142,9 +135,8 @@ class Program:
         return live_peak(self)
 
     def __repr__(self) -> str:
-        n_arena = sum(self.arena)
         return (f"<Program {self.name!r}: {self.calls} calls, {len(self.tensors)} tensors "
-                f"({n_arena} in the arena), base cost {self.base_cost:g}>")
+                f"({sum(self.arena)} in the arena), base cost {self.base_cost:g}>")
 
 
 CostSpec = str | Mapping[str, float] | Callable[[Graph, Node], float]
