@@ -88,19 +88,14 @@ def grad(loss: Tensor, wrt: Sequence[Tensor]) -> list[Tensor]:
 
 def _aggregate(gs: list[Tensor]) -> Tensor | None:
     """One gradient from its contributions: itself, or one `add_n` aggregation node."""
-    if not gs:
-        return None
-    return add_n(*gs)
+    return add_n(*gs) if gs else None
 
 
 def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
                    name: str = "training") -> Graph:
-    """Forward + explicit backward + SGD update nodes (`W_new = W - lr*dW`) as one graph.
-
-    Each update runs after every other reader of its parameter, forward or backward,
-    because it overwrites the parameter in place. `lr` must be a finite number and
-    `params` not empty (ArgumentError, GradError).
-    """
+    """Forward + explicit backward + SGD update nodes (`W_new = W - lr*dW`) as one graph
+    (`sgd_updates`). `lr` must be a finite number and `params` not empty (ArgumentError,
+    GradError)."""
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not math.isfinite(lr):
         raise ArgumentError(f"training_graph: lr (the learning rate) must be a finite "
                             f"number, not {lr!r}")
@@ -108,8 +103,7 @@ def training_graph(loss: Tensor, params: Sequence[Tensor], lr: float = 0.1,
         raise GradError(f"training_graph: no parameters to update: params is empty (the "
                         f"loss {getattr(loss, 'name', loss)!r} needs at least one mg.param)")
     grads = grad(loss, params)
-    updates = sgd_updates(loss, params, grads, lr)
-    return Graph([loss, *updates], name=name)
+    return Graph([loss, *sgd_updates(loss, params, grads, lr)], name=name)
 
 
 def sgd_updates(loss: Tensor, params: Sequence[Tensor], grads: Sequence[Tensor],

@@ -7,18 +7,12 @@ read that data.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from .errors import GraphError, ShapeError
-from .graph_data import (  # noqa: F401  (re-exported)
-    LEAF_KINDS,
-    Node,
-    TensorInfo,
-    _freeze,
-    check_plain_data,
-    toposort,
-)
+from .graph_data import LEAF_KINDS, Node, TensorInfo, _freeze, check_plain_data, toposort  # noqa: F401
 from .tensor import (  # noqa: F401  (building names, re-exported: `from minigraph.graph import input`)
     FROM_OPS,
     Call,
@@ -38,10 +32,8 @@ from .tensor import (  # noqa: F401  (building names, re-exported: `from minigra
 
 class Graph:
     """An immutable graph: nodes in a stable topological order, tensors by name.
-
     `Graph(outputs)` collects everything the outputs depend on. Iterating yields nodes in
-    order; `len(graph)` is the number of nodes; `print(graph)` gives a one-screen summary.
-    """
+    order; `len(graph)` is the number of nodes; `print(graph)` gives a one-screen summary."""
 
     def __init__(self, outputs: Sequence[Tensor] | Tensor, name: str = "graph"):
         if isinstance(outputs, Tensor):
@@ -92,11 +84,8 @@ class Graph:
     @classmethod
     def from_nodes(cls, nodes: Sequence[Node], tensors: Mapping[str, TensorInfo],
                    outputs: Sequence[str], name: str = "graph") -> Graph:
-        """Build from plain `Node`/`TensorInfo` data; sorts topologically, rejects cycles.
-
-        The data is checked first (GraphError or ShapeError naming the tensor or node):
-        each tensor is written by exactly the one node its `producer` names, and only
-        inputs, parameters and constants have no producer."""
+        """Build from plain `Node`/`TensorInfo` data, checked first (`check_plain_data`:
+        GraphError or ShapeError naming the tensor or node); sorts it, naming any cycle."""
         nodes = list(nodes)
         check_plain_data(nodes, tensors)
         g = cls.__new__(cls)
@@ -172,10 +161,8 @@ class Graph:
 
     # Editing returns a new graph -------------------------------------------------------
     def rewire(self, node: str, input_index: int, tensor: str) -> Graph:
-        """A copy in which input `input_index` of `node` reads `tensor` instead.
-
-        Raises CycleError when `tensor` depends on `node` (the edit would close a loop).
-        """
+        """A copy in which input `input_index` of `node` reads `tensor` instead; CycleError
+        when `tensor` depends on `node` (the edit would close a loop)."""
         n = self.node(node)
         t = self.tensor(tensor)
         if isinstance(input_index, bool) or not hasattr(type(input_index), "__index__") \
@@ -194,9 +181,7 @@ class Graph:
 
     # Printing ---------------------------------------------------------------------------
     def summary(self) -> str:
-        roles: dict[str, int] = {}
-        for n in self.nodes:
-            roles[n.role] = roles.get(n.role, 0) + 1
+        roles = Counter(n.role for n in self.nodes)
         kb = self.bytes_by_kind()
         lines = [f"Graph {self.name!r}: {len(self.nodes)} nodes "
                  f"({', '.join(f'{v} {k}' for k, v in roles.items())}), "

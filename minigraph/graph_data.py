@@ -1,12 +1,11 @@
 """The plain data a `Graph` is made of: a `TensorInfo` per tensor and a `Node` per op
-application, referring to each other by name; what makes such data a graph the executor can
-run (one writer per tensor, a producer for every tensor that is not a leaf), and its
-topological order, with the cycle named when there is one. `Graph.from_nodes` (graph.py)
-checks and sorts with these.
+application, referring to each other by name; the checks that make such data a graph the
+executor can run, and its topological order (a cycle named), for `Graph.from_nodes`.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,7 +135,6 @@ def toposort(nodes: list[Node], tensors: Mapping[str, TensorInfo]) -> list[Node]
     for v, ps in preds.items():
         for p in ps:
             succs[p].append(v)
-    import heapq
     indeg = {v: len(ps) for v, ps in preds.items()}
     ready = [(rank[v], v) for v, d in indeg.items() if d == 0]
     heapq.heapify(ready)
@@ -167,8 +165,7 @@ def _find_cycle(preds: dict[str, set[str]]) -> list[str]:
                 color[path.pop()] = 2
                 iters.pop()
             elif color[nxt] == 1:
-                cyc = path[path.index(nxt):] + [nxt]
-                return cyc[::-1]
+                return (path[path.index(nxt):] + [nxt])[::-1]
             elif color[nxt] == 0:
                 color[nxt] = 1
                 path.append(nxt)

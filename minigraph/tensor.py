@@ -18,10 +18,6 @@ import numpy as np
 
 from .errors import DTypeError, GraphError, ShapeError
 
-# ---------------------------------------------------------------------------------------
-# Building: tensor handles
-# ---------------------------------------------------------------------------------------
-
 _seq = itertools.count()          # creation order; program order is a topological order
 _names: dict[str, int] = {}       # per-prefix counters for automatic names
 _role = "forward"                 # the role given to nodes created now
@@ -186,10 +182,9 @@ class Tensor:
         return FROM_OPS["mean"](self, axis=axis, keepdims=keepdims)
 
 
-# What graph.py uses from the ops package, which imports graph.py (so graph.py cannot import
-# it back): the functions behind Tensor's operators (`+`, `@`, `.sum()`...) and an op's FLOP
-# count. `minigraph/ops/__init__.py` fills this dict when it is imported, which happens with
-# any `import minigraph...` (the package's `__init__` imports the ops).
+# What graph.py uses from the ops package, which imports graph.py (so cannot be imported
+# back): the functions behind Tensor's operators (`+`, `@`, `.sum()`...) and an op's FLOP
+# count, filled by `minigraph/ops/__init__.py` (which any `import minigraph...` runs).
 FROM_OPS: dict[str, Callable[..., Any]] = {}
 
 
@@ -203,10 +198,8 @@ def param(name: str, shape: Sequence[int], init: Any = "normal", dtype: Any = "f
     """A trainable parameter. `init`: "normal" (scaled by fan-in), "zeros", "ones", or an array."""
     if isinstance(init, str) and init not in ("normal", "zeros", "ones", "uniform"):
         raise GraphError(f"param {name}: unknown init {init!r}")
-    if not isinstance(init, str):
-        arr = np.asarray(init)
-        if arr.shape != tuple(shape):
-            raise GraphError(f"param {name}: init array shape {arr.shape} != {tuple(shape)}")
+    if not isinstance(init, str) and np.shape(init) != tuple(shape):
+        raise GraphError(f"param {name}: init array shape {np.shape(init)} != {tuple(shape)}")
     return Tensor(name, shape, dtype, "param", init=(init, scale))
 
 

@@ -2,8 +2,8 @@
 
 A `Buffer` is a block of bytes alive over the steps `[start, end]` (inclusive). Every
 planner takes a list of them and returns offsets; nothing else. That is the 2D picture of
-Chainer-Opt [Sekiyama 2018]: time on x, address on y, each buffer a rectangle; a plan is valid when
-no two rectangles overlap.
+Chainer-Opt [Sekiyama 2018]: time on x, address on y, each buffer a rectangle; a plan is
+valid when no two rectangles overlap.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import bisect
 import heapq
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from ..errors import PlanError
@@ -19,10 +20,8 @@ from ..errors import PlanError
 
 @dataclass(frozen=True)
 class Buffer:
-    """`size` bytes alive from step `start` to step `end`, both inclusive.
-
-    `color`: buffers of different colours never share bytes (parallel-safe sharing).
-    """
+    """`size` bytes alive from step `start` to step `end`, both inclusive; buffers of
+    different `color`s never share bytes (parallel-safe sharing)."""
     id: Hashable
     start: int
     end: int
@@ -84,11 +83,7 @@ def theoretical_minimum(buffers: Iterable[Buffer]) -> int:
     for b in buffers:
         events[b.start] = events.get(b.start, 0) + b.size
         events[b.end + 1] = events.get(b.end + 1, 0) - b.size
-    live = best = 0
-    for t in sorted(events):
-        live += events[t]
-        best = max(best, live)
-    return best
+    return max(accumulate(events[t] for t in sorted(events)), default=0)
 
 
 def live_bytes_per_step(buffers: Iterable[Buffer], steps: int) -> list[int]:
@@ -97,11 +92,7 @@ def live_bytes_per_step(buffers: Iterable[Buffer], steps: int) -> list[int]:
     for b in buffers:
         diff[max(b.start, 0)] += b.size
         diff[min(b.end + 1, steps)] -= b.size
-    out, live = [], 0
-    for t in range(steps):
-        live += diff[t]
-        out.append(live)
-    return out
+    return list(accumulate(diff[:steps]))
 
 
 def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
@@ -109,16 +100,11 @@ def validate_offsets(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
                      handovers: Iterable[tuple[Hashable, Hashable]] = ()) -> None:
     """Prove that no two buffers alive at the same step overlap in the arena.
 
-    The one exception is an in-place hand-over `(a, b)`: `a` is born before the step where
-    `b` starts and dies at that step, at the same offset with the same size (the op
-    overwrites its input); each buffer gives its bytes to at most one other and takes them
-    from at most one. That is all a list of buffers can show: whether the op producing b
-    may overwrite a is `MemoryPlan.validate`'s to check, with the graph. Buffers of
-    different colours never share bytes, at any step. Also checks that offsets are
-    aligned, non-negative and inside the arena. The verdict does not depend on the order
-    of either list. Raises PlanError naming the buffers, their intervals, their byte
-    ranges and the step.
-    """
+    The one exception is an in-place hand-over `(a, b)` (`_check_handovers`); whether the
+    op producing b may overwrite a is `MemoryPlan.validate`'s to check, with the graph.
+    Buffers of different colours never share bytes, at any step; offsets are aligned,
+    non-negative and inside the arena. The verdict does not depend on the order of either
+    list. PlanError names the buffers, their intervals, their byte ranges and the step."""
     if len({b.id for b in buffers}) != len(buffers):
         raise PlanError("two buffers share an id")
     for b in buffers:
@@ -201,13 +187,9 @@ def first_overlap(buffers: Sequence[Buffer], offsets: Mapping[Hashable, int],
                   handovers: Iterable[tuple[Hashable, Hashable]] = ()
                   ) -> tuple[Buffer, Buffer] | None:
     """Two buffers alive at a common step whose bytes overlap, or None: (the one placed
-    first, the one that starts later). An in-place pair (a, b) hands a's bytes to b at
-    b's first step, so it does not count.
-
-    A sweep over time; the live set is kept sorted by offset, so a new buffer only needs
-    checking against its two neighbours (if the live set is disjoint, that suffices).
-    O(n log n) for a valid plan.
-    """
+    first, the one that starts later); an in-place pair (a, b) does not count. A sweep
+    over time; the live set is kept sorted by offset, so a new buffer only needs checking
+    against its two neighbours (the live set is disjoint). O(n log n)."""
     by_id = {b.id: b for b in buffers}
     handed = {b: a for a, b in handovers}
     order = sorted((b for b in buffers if b.size), key=lambda b: (b.start, offsets[b.id]))

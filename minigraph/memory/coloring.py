@@ -12,9 +12,8 @@ Two ways to measure "longest", named in `COLORINGS` (`MemoryOptions(coloring=...
   is worth 0 but a path may still pass through it, and ties go to the node latest in
   the schedule.
 
-Colouring is a heuristic: a reader off a path is not kept apart (lesson 04). `safe=True`
-(safe_sharing.py) is the guarantee: two tensors share bytes only when every use of the
-first is ordered before the second's producer by the graph's edges.
+Colouring is a heuristic: a reader off a path is not kept apart (lesson 04); `safe=True`
+(safe_sharing.py) is the guarantee.
 """
 
 from __future__ import annotations
@@ -124,9 +123,9 @@ def nnvm_coloring(graph: Graph, live: Liveness, k: int) -> dict[str, int]:
     its variable nodes 0; minigraph's inputs are not nodes); a path's nodes take the next
     colour and drop to worth 0, so later paths may run through them without recolouring
     them. It stops after k-1 paths or when the best path is worth 0; every node left takes
-    the colour after the last path's. (nnvm colours only when NNVM_EXEC_NUM_TEMP > 1, and
-    matches a freed block by the colour of the node that released it; minigraph gives a
-    tensor its producer's colour and plans each colour in its own region, any planner.)"""
+    the colour after the last path's. (nnvm matches a freed block by the colour of the node
+    that released it; here a tensor takes its producer's colour, each colour planned in its
+    own region.)"""
     order = list(live.schedule)
     pos = {n: i for i, n in enumerate(order)}
     preds = [[pos[p] for p in producers(graph, n)] for n in order]

@@ -2,21 +2,17 @@
 
 Two rules, named by `INPLACE_RULES`; every clause of each is named by a test:
 - "last-reader" (nnvm's PlanMemory [NNVM 2016], `inplace=True`): the op is the input's
-  *last* reader in the schedule; other readers may exist, as long as they ran before. In
-  the MXNet note's counter-example [Chen 2016] (B read by C = sigmoid(B), then by F) it
-  lets F overwrite B. Safe for the one schedule planned; two readers the graph leaves
-  unordered (C and F) could run at once in a parallel schedule, and then F would
-  overwrite B while C still reads it (`MemoryPlan.parallel_hazards` finds that).
-- "strict" (`MemoryOptions(inplace="strict")`): the op is the input's *only* reader, as
-  the MXNet note ("out-degree 1") and the GE blog ("the unique consumer") say: safe under
-  every schedule, sequential or parallel, at the price of fewer hand-overs.
+  *last* reader in the schedule. In the MXNet note's counter-example [Chen 2016] (B read
+  by C = sigmoid(B), then by F) it lets F overwrite B, never C. Safe for the schedule
+  planned; C and F, unordered by the graph, could run at once in a parallel schedule
+  (`MemoryPlan.parallel_hazards` finds that).
+- "strict" (`inplace="strict"`): the op is the input's *only* reader, as the MXNet note
+  ("out-degree 1") and the GE blog ("the unique consumer") say: safe under every
+  schedule, at the price of fewer hand-overs.
 
 Both rules also require:
 - the op declares the (output, input) pair in-place capable (its kernel reads element i
   before writing element i);
-- the input's last reader is this op: no other reader runs later (the MXNet note's
-  counter-example [Chen 2016]: B read by C = sigmoid(B) *and* by F may not be overwritten
-  by C);
 - input and output have the same dtype and the same number of bytes (a reshape keeps its
   bytes; a broadcast or a reduction does not);
 - the input is planned: not a graph input, parameter, constant or graph output;
@@ -44,8 +40,7 @@ from ..ops.registry import get_op
 from .buffers import Buffer
 from .liveness import Liveness
 
-#: The in-place rules: "last-reader" (nnvm: the op is the input's last reader in the
-#: schedule) and "strict" (the op is the input's only reader [Chen 2016], [Huawei GE]).
+#: The in-place rules (module docstring).
 INPLACE_RULES = ("last-reader", "strict")
 
 
@@ -109,8 +104,7 @@ def inplace_pairs(graph: Graph, live: Liveness, colors: Mapping[str, int] | None
     check_rule(rule)
     colors = colors or {}
     pairs: list[tuple[str, str]] = []
-    taken_in: set[str] = set()
-    taken_out: set[str] = set()
+    taken_in, taken_out = set(), set()
     for step, name in enumerate(live.schedule):
         node = graph.node(name)
         for x, y in declared_pairs(node):

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import PlanError
 from ..graph import Graph, fmt_bytes
 from .buffers import Buffer, validate_offsets
+from .coloring import producers
 from .inplace import check_rule, inplace_refusal
 from .liveness import PLANNED_KINDS, Interval, Liveness, check_schedule, itemsize, liveness
 
 
 def offset_alignment(graph: Graph, alignment: int) -> int:
     """The alignment `plan_memory` places offsets at: `alignment`, raised to a multiple of
-    the itemsize of every tensor it plans (alignment 1 on a float32 graph places at 4,
-    alignment 3 at 12). A tensor's elements must be aligned: NumPy's kernels round
-    differently on an unaligned array (other bits than the run without reuse), CuPy's
-    cannot view one. Sizes stay rounded to `alignment` alone."""
+    every planned tensor's itemsize (1 on a float32 graph places at 4, 3 at 12): NumPy's
+    kernels round differently on an unaligned array (other bits than the run without
+    reuse), CuPy cannot view one. Sizes stay rounded to `alignment` alone."""
     outputs = set(graph.outputs)
     sizes = {itemsize(t.dtype) for t in graph.tensors.values()
              if t.kind in PLANNED_KINDS and t.name not in outputs}
@@ -30,18 +31,13 @@ class MemoryPlan:
     """Offset and size of every planned tensor of one schedule of one graph.
 
     `arena_bytes` is the end of the highest tensor; `inplace` lists (input, output)
-    hand-overs and `inplace_rule` the rule they keep ("last-reader" or "strict", see
-    `inplace.py`; None when the plan was made without in-place, and then it has none; a
-    plan made by hand keeps "last-reader" unless told otherwise);
-    `planner` names the planner; `note` is what the planner said (for the ILP: "optimal"
-    or its gap). `graph` is the graph it was planned for (`plan_memory` sets it; None for
-    a plan made by hand).
+    hand-overs, `inplace_rule` the rule they keep ("last-reader" or "strict", `inplace.py`;
+    None: made without in-place, so none); `note` is what the planner said (the ILP's gap);
+    `graph` the graph it was planned for (None for a plan made by hand).
 
-    A plan is bound to what it was made for, all of it in `liveness`: the schedule, every
-    tensor's interval and aligned bytes, and which tensors are external (inputs,
-    parameters, constants, graph outputs: not planned, never in `offsets`). `bound_to`
-    refuses any other graph, naming the first difference; the Executor asks it first.
-    """
+    A plan is bound to its `liveness`: the schedule, every tensor's interval and aligned
+    bytes, which tensors are external (never in `offsets`). `bound_to` refuses any other
+    graph, naming the first difference; the Executor asks it first."""
     liveness: Liveness
     offsets: dict[str, int]
     arena_bytes: int
@@ -73,10 +69,9 @@ class MemoryPlan:
                 for iv in self.liveness.planned()]
 
     def bound_to(self, graph: Graph) -> MemoryPlan:
-        """Raise PlanError unless this plan was made for `graph`: its schedule is a
-        topological order of `graph`'s nodes, every tensor has the same interval, bytes and
-        kind under it as when planned, and the offsets name exactly the planned tensors.
-        The message names the first difference. O(tensors)."""
+        """Raise PlanError, naming the first difference, unless this plan was made for
+        `graph`: its schedule a topological order of `graph`'s nodes, every tensor's
+        interval, bytes and kind as when planned, offsets for the planned tensors only."""
         check_schedule(graph, self.schedule)            # ScheduleError is a PlanError
         _same_tensors(self.liveness, liveness(graph, self.schedule, self.alignment))
         self._offsets_name_planned_tensors()
@@ -84,15 +79,10 @@ class MemoryPlan:
 
     def validate(self, graph: Graph | None = None) -> MemoryPlan:
         """Raise PlanError unless no two tensors alive at one step overlap (in-place
-        hand-overs excepted), every offset is aligned (to the plan's alignment and, with a
-        graph, to the tensor's itemsize: `check_itemsizes`) and everything fits in the
-        arena.
-
-        Against `graph` (default: the graph it was planned for) the plan must first be
-        bound to it (`bound_to`: the sizes checked are the graph's real bytes), and every
-        hand-over must keep the plan's in-place rule (`inplace_refusal` with
-        `inplace_rule`: the op declares it, the input dies at that step, ...). Without any
-        graph the hand-overs cannot be checked, so a plan that has some is refused."""
+        hand-overs excepted), every offset is aligned (with a graph, to its itemsize too)
+        and everything fits in the arena. Against `graph` (default: the one it was planned
+        for) the plan must be `bound_to` it and every hand-over keep `inplace_rule`
+        (`inplace_refusal`); without a graph a plan with hand-overs is refused."""
         graph = graph if graph is not None else self.graph
         if graph is not None:
             self.bound_to(graph)
@@ -119,10 +109,8 @@ class MemoryPlan:
         return self
 
     def check_itemsizes(self, graph: Graph) -> MemoryPlan:
-        """Raise PlanError unless every offset is a multiple of its tensor's itemsize: the
-        executor views the arena at that offset as the tensor's dtype, and an unaligned
-        view runs other kernels (NumPy rounds differently: other bits than the run without
-        reuse; CuPy refuses it). A plan at an alignment below an itemsize has some."""
+        """Raise PlanError unless every offset is a multiple of its tensor's itemsize (the
+        executor views the arena there as the dtype; why, `offset_alignment`)."""
         for name, off in self.offsets.items():
             dtype = graph.tensors[name].dtype
             k = itemsize(dtype)
@@ -165,27 +153,12 @@ class MemoryPlan:
     def parallel_hazards(self, graph: Graph) -> list[tuple[str, str]]:
         """Pairs (a, b) sharing bytes where b's producer is not ordered after every reader
         of a by the graph itself: run concurrently, b could overwrite a while it is read.
-
         Only a's in-place successor and the tensors born after a dies, up to step `last`,
-        are compared with a: after `last` every node descends from each use of a (their
-        descendants' bits, ANDed), so nothing born there can be a hazard. On a chain that
-        leaves none: O(n) pairs instead of every pair."""
+        are compared with a: after `last` every node descends from each use of a, so
+        nothing born there can be a hazard (on a chain, O(n) pairs instead of all)."""
         order = list(self.schedule)
         pos = {n: k for k, n in enumerate(order)}
-        anc: dict[str, int] = {}   # ancestor sets as bitsets over schedule positions
-        parents: dict[str, list[str]] = {}
-        for n in order:
-            node = graph.node(n)
-            ps = [graph.tensors[i].producer for i in node.inputs]
-            parents[n] = [p for p in ps if p is not None] + list(node.deps)
-            bits = 0
-            for p in parents[n]:
-                bits |= anc[p] | (1 << pos[p])
-            anc[n] = bits
-        desc = dict.fromkeys(order, 0)
-        for n in reversed(order):
-            for p in parents[n]:
-                desc[p] |= desc[n] | (1 << pos[n])
+        anc, desc = ancestor_bits(graph, order), descendant_bits(graph, order)
         full = (1 << len(order)) - 1
         gives: dict[str, list[str]] = {}
         for x, y in self.inplace:
@@ -234,6 +207,28 @@ class MemoryPlan:
         return (f"MemoryPlan({self.planner}: arena {fmt_bytes(self.arena_bytes)}, "
                 f"{len(self.offsets)} tensors, {len(self.inplace)} in place"
                 + (f", {self.inplace_rule} rule)" if self.inplace else ")"))
+
+
+def ancestor_bits(graph: Graph, order: Sequence[str]) -> dict[str, int]:
+    """Every node's ancestors through data and control edges, as a bitset over `order`."""
+    pos = {n: i for i, n in enumerate(order)}
+    anc: dict[str, int] = {}
+    for n in order:
+        bits = 0
+        for p in [*producers(graph, n), *graph.node(n).deps]:
+            bits |= anc[p] | (1 << pos[p])
+        anc[n] = bits
+    return anc
+
+
+def descendant_bits(graph: Graph, order: Sequence[str]) -> dict[str, int]:
+    """Every node's descendants through data and control edges, as a bitset over `order`."""
+    pos = {n: i for i, n in enumerate(order)}
+    desc = dict.fromkeys(order, 0)
+    for n in reversed(order):
+        for p in [*producers(graph, n), *graph.node(n).deps]:
+            desc[p] |= desc[n] | (1 << pos[n])
+    return desc
 
 
 def _same_tensors(made: Liveness, here: Liveness) -> None:

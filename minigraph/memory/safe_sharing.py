@@ -4,10 +4,9 @@ Colouring (coloring.py) keeps the nodes of long paths apart, but it is a heurist
 reader off a path is not kept apart (lesson 04). Safe mode is the guarantee: two tensors
 share bytes only when every use of the first is ordered before the second's producer by
 the graph's edges, whatever order a parallel runtime picks. `safe_pairs` keeps only the
-in-place hand-overs that are safe; `safe_placement` plans two ways and keeps the smaller
-arena: `safe_classes` (safe by construction) and `stretch_rounds` (plan, find the hazards,
-keep those pairs apart, until none is left; `safe_ends` is the bound proven for any
-planner).
+in-place hand-overs that are safe; `safe_placement` plans two ways, keeping the smaller
+arena: `safe_classes` (safe by construction) and `stretch_rounds` (plan, keep the
+hazardous pairs apart, repeat; `safe_ends` is the bound proven for any planner).
 """
 
 from __future__ import annotations
@@ -21,25 +20,12 @@ from ..errors import PlanError
 from ..graph import Graph
 from .buffers import Buffer, Placement
 from .clock import now
-from .coloring import producers
 from .liveness import Liveness
-from .plan import MemoryPlan
+from .plan import MemoryPlan, ancestor_bits, descendant_bits
 from .planners import plan_buffers
 
 #: Rounds of "plan, find the hazards, keep those pairs apart" before the proven bound.
 SAFE_ROUNDS = 256
-
-
-def ancestor_bits(graph: Graph, order: Sequence[str]) -> dict[str, int]:
-    """Every node's ancestors through data and control edges, as a bitset over `order`."""
-    pos = {n: i for i, n in enumerate(order)}
-    anc: dict[str, int] = {}
-    for n in order:
-        bits = 0
-        for p in [*producers(graph, n), *graph.node(n).deps]:
-            bits |= anc[p] | (1 << pos[p])
-        anc[n] = bits
-    return anc
 
 
 def ordered_before(graph: Graph, anc: Mapping[str, int], pos: Mapping[str, int], a: str,
@@ -65,11 +51,7 @@ def safe_ends(graph: Graph, live: Liveness) -> dict[str, int]:
     not a descendant of every use of `a`. A tensor born later then has a producer that
     every use of `a` precedes, so no interval planner can make a hazard."""
     order = live.schedule
-    pos = {n: i for i, n in enumerate(order)}
-    desc = dict.fromkeys(order, 0)
-    for n in reversed(order):
-        for p in [*producers(graph, n), *graph.node(n).deps]:
-            desc[p] |= desc[n] | (1 << pos[n])
+    desc = descendant_bits(graph, order)
     full = (1 << len(order)) - 1
     ends = {}
     for iv in live.planned():
@@ -151,15 +133,13 @@ def stretch_rounds(graph: Graph, live: Liveness, buffers: Sequence[Buffer],
     ends = {b.id: b.end for b in buffers}
     starts = {name: live.intervals[name].start for name in group}
     for rounds in range(1, SAFE_ROUNDS + 2):
-        proven = rounds > SAFE_ROUNDS or (stop is not None and
-                                          stop - now() < left / 2)
+        proven = rounds > SAFE_ROUNDS or (stop is not None and stop - now() < left / 2)
         if proven:
             for name, end in safe_ends(graph, live).items():
                 ends[group[name]] = max(ends[group[name]], end)
         stretched = [dataclasses.replace(b, end=ends[b.id]) for b in buffers]
         if stop is not None:
-            options = {**options, "time_limit": max((stop - now()) /
-                                                    (1 if proven else 2), 1e-3)}
+            options = {**options, "time_limit": max((stop - now()) / (1 if proven else 2), 1e-3)}
         _, placement = plan_buffers(stretched, planner, alignment, **options)
         offsets = {name: placement.offsets[gid] for name, gid in group.items()}
         hazards = MemoryPlan(live, offsets, 0, list(pairs)).parallel_hazards(graph)

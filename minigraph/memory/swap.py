@@ -8,10 +8,9 @@ between its device bytes are free for other tensors. Its lifetime splits in two:
     front  from its producer until its offload has finished
     back   from the start of its prefetch until its last reader
 
-Two intervals are two buffers, so every static planner (refcount, GE, best fit, the ILP,
-the search) packs them unchanged. The copies run on a copy stream beside the compute
-stream; a copy that finishes while ops compute is *hidden*, one that does not makes an op
-wait [Huang 2020], [Peng 2020].
+Two intervals are two buffers, so every static planner packs them unchanged. The copies
+run on a copy stream beside the compute stream; one that finishes while ops compute is
+*hidden*, one that does not makes an op wait [Huang 2020], [Peng 2020].
 
 The steps, in the order of this file:
 1. `Machine`: what a transfer costs (latency + bytes / bandwidth) and an op (its FLOPs at
@@ -116,12 +115,9 @@ def window(u: int, v: int, seconds: Sequence[float], cost: float) -> tuple[int, 
 def candidates(b: Buffer, steps: Sequence[int], seconds: Sequence[float],
                machine: Machine) -> list[Swap]:
     """Every gap of buffer `b` (uses at `steps`) that frees at least one step."""
-    out = []
-    for u, v in zip(steps, steps[1:]):
-        w = window(u, v, seconds, machine.transfer(b.size))
-        if w is not None:
-            out.append(Swap(str(b.id), b.size, u, w[0], w[1], v))
-    return out
+    cost = machine.transfer(b.size)
+    gaps = [(u, v, window(u, v, seconds, cost)) for u, v in zip(steps, steps[1:])]
+    return [Swap(str(b.id), b.size, u, w[0], w[1], v) for u, v, w in gaps if w is not None]
 
 
 def choose_swaps(buffers: Sequence[Buffer], use_steps: Mapping[str, Sequence[int]],
@@ -178,11 +174,9 @@ class Timing:
 
 def copy_stream(seconds: Sequence[float], swaps: Sequence[Swap], machine: Machine) -> Timing:
     """Replay the steps on a compute stream and one copy stream (first in, first out).
-
-    Before op k: the prefetches that start at k are queued (they may only start once op
-    k-1 is done: they write bytes it may still use); op k waits for the prefetches of
-    tensors it reads back, and for the offloads of fronts that ended at k-1 (op k may
-    overwrite their bytes). After op k: the offloads of tensors last used at k are queued."""
+    Before op k the prefetches that start at k are queued (once op k-1, which may still
+    use their bytes, is done); op k waits for the prefetches of tensors it reads back and
+    the offloads of fronts that ended at k-1. After op k the offloads of k are queued."""
     compute = copy = 0.0
     done: dict[tuple[str, str], float] = {}     # (tensor, "out" or "in") -> copy's end
     waits: dict[str, float] = {}

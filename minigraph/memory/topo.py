@@ -96,8 +96,7 @@ def rdfs_order(graph: Graph) -> list[str]:
     preds, _ = _edges(graph)
     done: set[str] = set()
     out: list[str] = []
-    roots = [graph.tensors[o].producer for o in graph.outputs]
-    roots += [n.name for n in graph.nodes]
+    roots = [graph.tensors[o].producer for o in graph.outputs] + [n.name for n in graph.nodes]
     for root in roots:
         if root is None or root in done:
             continue
@@ -125,12 +124,10 @@ def ge_adjust(graph: Graph, order: list[str], strict: bool = False) -> list[str]
     which are never reused - can move freely. Dynamic rule: L1 is the last step at which
     an input is still read by some other node, L2 the first step that reads the node's
     outputs; if L1 >= L2 for every planned input, moving the node to just before L2
-    leaves every input's life as it was and shortens its outputs' lives. The CANN article
-    [Huawei GE] states L1 > L2 for one input; equality (the first consumer reads the input
-    too) is as safe, so it moves here unless `strict`, and with several inputs the rule
-    must hold for each. Nodes are visited from last to first, so a node moves in front of
-    its consumers' final places; no node ever moves before something it depends on.
-    """
+    leaves every input's life as it was and shortens its outputs' lives. [Huawei GE]
+    states L1 > L2 for one input; equality (the first consumer reads the input too) is as
+    safe, so it moves here unless `strict`. Nodes are visited from last to first, so a node
+    moves in front of its consumers' final places, never before what it depends on."""
     preds, succs = _edges(graph)
     planned = _planned_bytes(graph)
     # Order maintenance: a doubly linked list, and float keys to compare positions.
@@ -245,10 +242,5 @@ def best_order(graph: Graph) -> list[str]:
     """Run every order in `BEST_OF` and keep the one with the lowest theoretical
     minimum, in exact bytes (alignment 1: an order sees no MemoryOptions); the first of
     them on ties."""
-    best, best_min = None, None
-    for name in BEST_OF:
-        sched = ORDERS[name](graph)
-        m = theoretical_minimum(liveness(graph, sched, alignment=1).buffers())
-        if best_min is None or m < best_min:
-            best, best_min = sched, m
-    return best if best is not None else []
+    return min((ORDERS[name](graph) for name in BEST_OF),
+               key=lambda s: theoretical_minimum(liveness(graph, s, alignment=1).buffers()))

@@ -50,14 +50,12 @@ class OpDef:
     inplace: tuple[tuple[int, int], ...] = ()   # (output index, input index) pairs
     flops: Callable[..., int] = default_flops
     workspace: Callable[..., int] = no_workspace  # scratch bytes (im2col and the like)
-    # Scratch bytes on a GPU, where that differs: the op's one-kernel CuPy form
-    # (ops/cuda.py) needs none of the scratch arrays its NumPy form fills step by step.
+    # Scratch bytes on a GPU, where the op's one-kernel CuPy form (ops/cuda.py) differs
     workspace_gpu: Callable[..., int] | None = None
     stateful: bool = False                      # must run exactly once (no DTR replay)
     differentiable: tuple[int, ...] | None = None  # inputs that take gradients (None: all)
-    # Inputs whose values index something (labels, ids), with the bound they must stay
-    # under: (attrs, inputs) -> {input position: bound}. A GPU run checks such a feed on
-    # the host as it is uploaded, so that the kernel never reads a result back.
+    # Inputs whose values index something (labels, ids): (attrs, inputs) -> {position:
+    # bound}; a GPU run checks such a feed on the host, so no kernel reads a result back.
     index_inputs: Callable[[dict, Sequence[Any]], dict[int, int]] | None = None
 
 
@@ -81,10 +79,8 @@ def get_op(name: str) -> OpDef:
 def apply(op: str, inputs: Sequence[Tensor], attrs: dict | None = None,
           name: str | None = None) -> tuple[Tensor, ...]:
     """Apply a registered op to tensor handles: infer output specs, record the node."""
-    d = get_op(op)
     attrs = dict(attrs or {})
-    specs = d.infer(attrs, *inputs)
-    return make_call(op, inputs, attrs, specs, name=name)
+    return make_call(op, inputs, attrs, get_op(op).infer(attrs, *inputs), name=name)
 
 
 def apply1(op: str, inputs: Sequence[Tensor], attrs: dict | None = None,

@@ -18,13 +18,7 @@ import numpy as np
 
 from ..backend import PoolMeter, array_module, empty, resolve_device, to_numpy, upload
 from ..errors import FeedError, PlanTypeError
-from ..feeds import (  # noqa: F401  (check_feeds and init_params re-exported)
-    check_feeds,
-    check_fits,
-    check_index_feed,
-    index_feeds,
-    init_params,
-)
+from ..feeds import check_feeds, check_fits, check_index_feed, index_feeds, init_params  # noqa: F401
 from ..graph import Graph, as_graph
 from ..memory.api import MemoryReport
 from ..memory.plan import MemoryPlan
@@ -36,12 +30,10 @@ from .swapping import SwapSteps
 
 
 class Executor:
-    """Runs `graph` (in `plan`'s schedule and arena, if given) on NumPy or CuPy.
-
-    A plan made for another graph is refused (PlanError naming the first difference).
-    `validate=False` skips the plan's validation (overlaps, hand-overs): only for
-    demonstrating what an unsafe plan does (a wrong answer, silently); never for real work.
-    """
+    """Runs `graph` (in `plan`'s schedule and arena, if given) on NumPy or CuPy. A plan
+    made for another graph is refused (PlanError naming the first difference).
+    `validate=False` skips the plan's validation (overlaps, hand-overs): only to show what
+    an unsafe plan does (a wrong answer, silently); never for real work."""
 
     def __init__(self, graph: Graph, plan: MemoryPlan | MemoryReport | None = None,
                  device: str = "auto", seed: int = 0, validate: bool = True):
@@ -70,9 +62,8 @@ class Executor:
         self._prepare()
 
     def _prepare(self) -> None:
-        """Everything about storage that does not change from run to run, worked out once
-        (a run then only allocates and fills): which tensors are fed, the arena view of
-        each planned tensor, the tensors with their own buffers, the aliases."""
+        """What does not change from run to run, worked out once: the fed tensors, each
+        planned tensor's arena view, the tensors with their own buffers, the aliases."""
         g, plan = self.graph, self.plan
         self._wanted = {t.name: t for t in g.leaves("input", "param")}
         offsets = plan.offsets if plan is not None else {}
@@ -158,11 +149,9 @@ class Executor:
         self._check_memory()
         measuring = measure and self.device == "cpu"
         steps = self._kernel_steps()
-        # Measuring on NumPy: tracemalloc sees array data *and* Python objects (array
-        # headers, dicts). The objects held during the run are counted once, right after
-        # storage is set up, and taken off the peak, so `measured_peak` is array bytes.
-        # Per-kernel extras go into a buffer made before that count (it does not grow).
-        # On a GPU a hook on CuPy's pool sees device arrays only.
+        # On NumPy tracemalloc also sees Python objects: those held during the run are
+        # counted once, after storage is set up, and taken off the peak (per-kernel extras
+        # go into a buffer made before). On a GPU a hook on CuPy's pool sees arrays only.
         extras = array("q", bytes(8 * len(steps))) if measure else None
         objects = 0
         meter = Tracemalloc() if measuring else (
@@ -207,15 +196,18 @@ class Executor:
     def step(self, feeds: Mapping[str, Any] | None = None, *, step: int = 0) -> dict[str, Any]:
         """One run on the loaded storage; `feeds` (e.g. a new batch) are copied in first.
         Returns the graph outputs as device arrays (no copy to the host)."""
-        arrays = getattr(self, "_resident", None)
-        if arrays is None:
-            raise FeedError("Executor.step() needs Executor.load(feeds) first")
+        arrays = self._loaded("step")
         feeds = feeds or {}
         check_feeds(self.graph, feeds, partial=True)   # as run(): no broadcast, no casting
         for name, v in feeds.items():
             self._upload(name, arrays[name], v)
         self._execute(arrays, step)
         return {o: arrays[o] for o in self.graph.outputs}
+
+    def _loaded(self, method: str) -> dict[str, Any]:
+        if getattr(self, "_resident", None) is None:
+            raise FeedError(f"Executor.{method}() needs Executor.load(feeds) first")
+        return self._resident
 
     def _upload(self, name: str, dst: Any, value: Any) -> None:
         """Copy one feed in, a feed of labels or ids checked first (`check_index_feed`)."""
@@ -226,9 +218,7 @@ class Executor:
         """One step on the loaded storage (`load` first) with each kernel timed on the
         device's own clock (CUDA events on a GPU): (node, op, milliseconds), in schedule
         order. Where a step's time goes, op by op."""
-        arrays = getattr(self, "_resident", None)
-        if arrays is None:
-            raise FeedError("Executor.profile() needs Executor.load(feeds) first")
+        arrays = self._loaded("profile")
         clock = DeviceClock(self.xp)
         marks = [clock.mark()]
         self._execute(arrays, step, on_kernel=lambda: marks.append(clock.mark()))
@@ -245,12 +235,9 @@ class Executor:
     def _execute(self, arrays: dict[str, Any], step: int, extras: Any = None,
                  meter: Any = None, on_kernel: Any = None) -> tuple[int, int | None]:
         """Run the schedule; returns the largest declared workspace of any op, and (with
-        `extras` and a `meter`: tracemalloc, or the CuPy pool's hook) the measured peak.
-
-        With `extras` each kernel's own peak is measured: the bytes it allocated beyond
-        its declared workspace go into `extras[k]` (per-kernel peaks reset the meter's
-        peak, so the run's peak is kept here).
-        """
+        `extras` and a `meter`) the measured peak, kept here as each kernel resets the
+        meter's: the bytes kernel k allocated beyond its declared workspace go into
+        `extras[k]`."""
         most = 0
         xp, seed, checked = self.xp, self.seed, self._checked_nodes
         peak = 0

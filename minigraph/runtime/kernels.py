@@ -18,10 +18,9 @@ from ..ops.registry import KernelContext, get_op
 
 def run_kernel(node: Node, inputs: Sequence[Any], outputs: Sequence[Any], ctx: KernelContext,
                during: str = "") -> KernelContext:
-    """`get_op(node.op).forward(ctx, node.attr, inputs, outputs)`: the kernel writes into
-    `outputs`; `ctx` (a `KernelContext`: the array module, the step, scratch space) is
-    returned, its `workspace_bytes` counted. A failing kernel raises GraphError naming the
-    node and its inputs (`during` says where, e.g. " under DTR")."""
+    """`get_op(node.op).forward(ctx, node.attr, inputs, outputs)`; returns `ctx`, its
+    `workspace_bytes` counted. A failing kernel raises GraphError naming the node and its
+    inputs (`during` says where, e.g. " under DTR")."""
     op = get_op(node.op)
     if op.inplace and on_cupy(ctx.xp):
         inputs = same_objects(op.inplace, inputs, outputs)
@@ -37,10 +36,9 @@ def run_kernel(node: Node, inputs: Sequence[Any], outputs: Sequence[Any], ctx: K
 
 def same_objects(pairs: Sequence[tuple[int, int]], inputs: Sequence[Any],
                  outputs: Sequence[Any]) -> list[Any]:
-    """An in-place op's input, where the plan put it in its output's very bytes, replaced by
-    the output array object itself. CuPy copies any input that overlaps an output unless
-    it *is* that output (a view of the same bytes is not), which would be workspace that
-    nobody declared."""
+    """An in-place op's input in its output's very bytes, replaced by the output array
+    itself: CuPy copies an input that overlaps an output unless it *is* that output (a
+    view of the same bytes is not), which would be undeclared workspace."""
     inputs = list(inputs)
     for o, i in pairs:
         a, b = inputs[i], outputs[o]

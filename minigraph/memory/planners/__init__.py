@@ -10,10 +10,9 @@ regions, validation), and a planner places the buffers of one colour.
 `@register(name)` and is imported at the bottom of this file.
 
 The modules here are the textbook, one technique each, and import nothing of `engine/`,
-the engine room: the same loops with fast indexes and time limits, and the exact search.
-The engine registers itself when `memory.api` imports it. "greedy-size", "bestfit", "ge",
-"anneal" and "ilp" run the engine's; "<name>:textbook" (in `TEXTBOOK`, so a table of every
-planner shows each technique once) the plain one, with the same plans
+the engine room (the same loops with fast indexes and time limits; it registers itself
+when `memory.api` imports it). "greedy-size", "bestfit", "ge", "anneal" and "ilp" run the
+engine's; "<name>:textbook" (in `TEXTBOOK`) the plain one: the same plans
 (tests/test_planner_tiers.py).
 """
 
@@ -106,11 +105,9 @@ def aligned_buffers(buffers: Sequence[Buffer], alignment: int) -> list[Buffer]:
 
 def plan_buffers(buffers: Sequence[Buffer], planner: str = "greedy-size", alignment: int = 1,
                  **options: Any) -> tuple[list[Buffer], Placement]:
-    """Align sizes, plan each colour separately, stack the colours, validate.
-
-    `options` go to the planner; one it does not take raises PlanError. Returns the
-    aligned buffers and a placement whose offsets pass `validate_offsets`.
-    """
+    """Align sizes, plan each colour separately, stack the colours, validate. `options`
+    go to the planner (one it does not take: PlanError). Returns the aligned buffers and
+    a placement whose offsets pass `validate_offsets`."""
     fn = get_planner(planner)
     check_options(planner, options)
     if "alignment" in inspect.signature(fn).parameters:

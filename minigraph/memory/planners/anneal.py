@@ -15,10 +15,9 @@ grows, T cooling geometrically. Read in this order:
    as an order by offset, whose decode is no higher anywhere (`offset_order`).
 4. `anneal`: the loop. It returns the best plan seen, so never one worse than its start.
 
-This file is registered as "anneal:textbook", `iterations` moves and nothing else. The
-registry's "anneal" (`engine/anneal.py`) runs this very loop with a time limit beside the
-moves: it passes `stop` and `progress` in, and starts from the engine's fast heuristics;
-with no time limit it returns the same plan (tests/test_planner_tiers.py).
+This is "anneal:textbook", `iterations` moves and nothing else. The registry's "anneal"
+(`engine/anneal.py`) runs this loop with a time limit (`stop`, `progress`) from the
+engine's fast heuristics; with no time limit, the same plan.
 """
 
 from __future__ import annotations
@@ -72,12 +71,8 @@ def overlap_lists(buffers: Sequence[Buffer], stop: Callable[[], bool] = never
 
 
 class Decoding:
-    """A placement order `perm` and its decoded offsets `off` (by index into `items`).
-
-    `top[q]` is the arena of the first q buffers of the order, so after a change at
-    position p only the buffers from p on are decoded again; each looks only at its
-    time-overlapping neighbours `nbrs` (`overlap_lists`), not at every buffer.
-    """
+    """A placement order `perm` and its decoded offsets `off` (by index into `items`);
+    `top[q]` is the arena of the first q buffers of the order."""
 
     def __init__(self, items: Sequence[Buffer], perm: list[int], nbrs: list[list[int]]):
         self.n = len(items)
@@ -102,14 +97,12 @@ class Decoding:
             taken = [(off[j], off[j] + size[j]) for j in self.nbrs[i] if pos[j] < q]
             o = lowest_gap(taken, size[i])
             off[i] = o
-            t = o + size[i]
-            top[q + 1] = t if t > top[q] else top[q]
+            top[q + 1] = max(top[q], o + size[i])
         return top[self.n]
 
     def at_top(self, arena: int) -> list[int]:
         """The positions of the buffers that reach the top of the arena."""
-        return [q for q in range(self.n) if self.off[self.perm[q]] + self.size[self.perm[q]]
-                == arena]
+        return [q for q, i in enumerate(self.perm) if self.off[i] + self.size[i] == arena]
 
     def change(self, a: int, b: int, swap: bool) -> tuple[list[int], list[int], list[int]]:
         """Swap positions a < b, or move the buffer at b to a; what `undo` needs."""
@@ -139,11 +132,8 @@ class Decoding:
 
 def offset_order(items: Sequence[Buffer], offsets: Sequence[int]) -> list[int]:
     """The order that decodes to a plan at least as good as `offsets`: lowest first.
-
-    Placed in that order, each buffer finds its old bytes free (everything placed before
-    it that overlaps it in time lay below it, and now lies no higher), so the lowest gap
-    is at or below its old offset.
-    """
+    Placed in that order, each buffer finds its old bytes free (what was placed before it
+    and overlaps it in time lay below it, and now lies no higher)."""
     return sorted(range(len(items)), key=lambda i: (offsets[i], -items[i].size, i))
 
 
@@ -152,9 +142,7 @@ def start_order(items: Sequence[Buffer], plans: Sequence[tuple[str, list[int]]]
     """The order to start from, the heuristic it came from and its plan: the smallest of
     `plans` ((name, offsets by index)), the first on ties. Greedy-size's plan is its
     size order decoded; any other plan is read as an order by offset."""
-    def arena(off: list[int]) -> int:
-        return max(o + b.size for o, b in zip(off, items))
-    name, off = min(plans, key=lambda p: arena(p[1]))
+    name, off = min(plans, key=lambda p: max(o + b.size for o, b in zip(p[1], items)))
     return (size_order(items) if name == "greedy-size" else offset_order(items, off)), \
         name, off
 
@@ -173,9 +161,7 @@ def heuristic_plans(items: Sequence[Buffer], start: str,
                     run: Callable[[Sequence[Buffer], str], list[int]] = plain_offsets
                     ) -> list[tuple[str, list[int]]]:
     """The plans `start` names, each `run` to its end: "best" takes bestfit's and, when
-    that is above the theoretical minimum (no plan is lower), greedy-size's and GE's too,
-    listed greedy-size first (it wins ties). The annealer returns the best plan it saw,
-    so never one above the best of these."""
+    that is above the theoretical minimum, greedy-size's (first: it wins ties) and GE's."""
     if start == "greedy-size":
         return [("greedy-size", run(items, "greedy-size"))]
     plans = [("bestfit", run(items, "bestfit"))]
@@ -252,9 +238,8 @@ def check_anneal_options(iterations: object, start: object, t_start: object,
 def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int = 1000,
                 start: str = "best", t_start: float = 0.005, t_end: float = 0.0002
                 ) -> Placement:
-    """Simulated annealing over the placement order (DSA-SA): `iterations` moves from the
-    order `start` names ("greedy-size", "bestfit", or "best": the best of those two and
-    GE's), the result a function of `seed`, never above the plan it started from."""
+    """DSA-SA: `iterations` moves from the order `start` names ("greedy-size", "bestfit",
+    or "best": `heuristic_plans`), a function of `seed`, never above its start."""
     check_anneal_options(iterations, start, t_start, t_end)
     items = [b for b in buffers if b.size]
     offsets = {b.id: 0 for b in buffers}

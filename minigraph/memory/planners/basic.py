@@ -21,24 +21,21 @@ def plan_none(buffers: Sequence[Buffer]) -> Placement:
 def plan_refcount(buffers: Sequence[Buffer], *, match_range: int = 16) -> Placement:
     """MXNet's counter simulation, as nnvm's PlanMemory does it [Chen 2016], [NNVM 2016].
 
-    Walk the steps. nnvm keeps a counter of each tensor's pending readers, which reaches
-    0 at its last reader; a `Buffer` already knows that step, its `end`, so no counter is
-    kept here: a tensor returns to the pool at step `end`. At each step the outputs first take
-    storage from the free pool - the smallest free block of at least the size, if it is
-    within `match_range` times the size; else the largest smaller block within the range
-    (at least size / match_range), grown to the size; else new storage - and only then do
-    the inputs whose counter hit 0 go back to the pool. Storage blocks are laid end to end
-    at the end. `match_range` 0 turns reuse off, 1 reuses only blocks of exactly the size,
-    and 2 or more also grows smaller blocks (nnvm's default is 16).
+    Walk the steps. nnvm counts each tensor's pending readers down to 0 at its last
+    reader; a `Buffer` knows that step, its `end`, so here a tensor returns to the pool at
+    step `end`. At each step the outputs first take storage from the free pool - the
+    smallest free block of at least the size, within `match_range` times it; else the
+    largest smaller block of at least size / match_range, grown to the size; else new
+    storage - and only then do the inputs that died go back. Blocks are laid end to end.
+    `match_range` 0 turns reuse off, 1 reuses only blocks of exactly the size (nnvm: 16).
     """
     if isinstance(match_range, bool) or not hasattr(type(match_range), "__index__") \
             or match_range < 0:
         raise PlanError(f"refcount: match_range must be an integer >= 0, not {match_range!r}")
     by_start: dict[int, list[Buffer]] = {}
-    for b in buffers:
-        by_start.setdefault(b.start, []).append(b)
     by_end: dict[int, list[Buffer]] = {}
     for b in buffers:
+        by_start.setdefault(b.start, []).append(b)
         by_end.setdefault(b.end, []).append(b)
     block_of: dict = {}
     blocks: list[list[Buffer]] = []

@@ -15,11 +15,9 @@ the top of what is placed below it over a run of steps. Repeat until all are pla
 A round places a buffer (adding at most two lines) or removes a line: at most 3n + 1.
 
 Here the skyline is a plain list of lines and the unplaced buffers a list read from the
-best down each round (`Skyline`, `Unplaced`): O(n) a round. This file is registered as
-"bestfit:textbook". The registry's "bestfit" runs this very loop, `bestfit_offsets`, with
-the two structures made fast behind the same methods (`engine/skyline.py`: the lowest line
-from a heap, the best buffer from a segment tree) and a deadline (`engine/heuristics.py`):
-the same offsets (tests/test_planner_tiers.py).
+best down each round (`Skyline`, `Unplaced`): O(n) a round. This is "bestfit:textbook";
+the registry's "bestfit" runs `bestfit_offsets` with the two made fast
+(`engine/skyline.py`: a heap, a segment tree) and a deadline: the same offsets.
 """
 
 from __future__ import annotations
@@ -105,8 +103,7 @@ def bestfit_offsets(buffers: Sequence[Buffer], skyline: Callable[..., Any] = Sky
     if not sized:
         return [0] * len(buffers)
     sky = skyline(min(b.start for b in sized), max(b.end for b in sized))
-    pool = unplaced(buffers)
-    left = len(sized)
+    pool, left = unplaced(buffers), len(sized)
     while left:
         line, t0, t1, height = sky.lowest()
         i = pool.find(t0, t1)
@@ -114,8 +111,7 @@ def bestfit_offsets(buffers: Sequence[Buffer], skyline: Callable[..., Any] = Sky
             sky.lift(line)
             continue
         pool.place(i, height)
-        b = buffers[i]
-        sky.place(line, b.start, b.end, b.size)
+        sky.place(line, buffers[i].start, buffers[i].end, buffers[i].size)
         left -= 1
     return pool.offsets
 

@@ -11,14 +11,11 @@ three classic steps [Huawei GE, §1.1]:
 3. resize: each block shrinks to the largest tensor it held, rounded up to the alignment
    (512 bytes in GE); the blocks are laid end to end.
 
-GE's improvement [Huawei GE, §1.2]: level 1 reuses a block only for a tensor of *exactly*
-the same size; level 2 sorts the blocks by size, largest first, and puts each at the
-lowest offset that is free for its whole lifetime, so smaller blocks stack inside larger
-ones whose lifetimes they miss. On the worked example [Huawei GE] that gives 4608 bytes, the
-theoretical minimum, where Max block needs 6656 and no reuse 8704. Level 2 asks greedy.py's
-`PlacedBoxes` for the lowest offset free; this is "ge:textbook", and the registry's "ge"
-runs the same `ge_offsets` with the engine's faster boxes (`engine/heuristics.py`): the same
-offsets (tests/test_planner_tiers.py).
+GE's improvement [Huawei GE, §1.2], two levels (`plan_ge`), gives 4608 bytes on the worked
+example, the theoretical minimum, where Max block needs 6656 and no reuse 8704. Level 2
+asks greedy.py's `PlacedBoxes` for the lowest offset free; this is "ge:textbook", and the
+registry's "ge" runs the same `ge_offsets` with the engine's faster boxes
+(`engine/heuristics.py`): the same offsets (tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
@@ -79,14 +76,11 @@ def plan_ge_max(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN) -> Plac
 
 
 def binary_ranges(sizes: Sequence[int], align: int = GE_ALIGN) -> list[int]:
-    """Range ceilings as GE's BinaryBlockMemAssigner builds them.
-
-    The smallest range is `align` (512) when the largest size exceeds it, else the
-    smallest size; there are ceil(log2(max / min)) ranges, each twice the last; sizes go
-    to the first range they fit. A range with fewer than len(sizes) / ranges sizes is
-    merged into the next (unless it is the last, or already holds two sizes >= 8 MiB).
-    Each range's ceiling is the largest size it holds.
-    """
+    """Range ceilings as GE's BinaryBlockMemAssigner builds them. The smallest range is
+    `align` (512) when the largest size exceeds it, else the smallest size; there are
+    ceil(log2(max / min)) ranges, each twice the last; sizes go to the first range they
+    fit. A range with fewer than len(sizes) / ranges sizes is merged into the next (unless
+    it is the last, or holds two sizes >= 8 MiB). A ceiling is the largest size held."""
     sizes = sorted(s for s in sizes if s > 0)
     if not sizes:
         return []
@@ -127,11 +121,8 @@ def plan_ge_binary(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN) -> P
     reuse a block of that same range; then each block is resized to its largest tensor."""
     ceilings = binary_ranges([b.size for b in buffers])
 
-    def range_of(b: Buffer) -> int:
-        for k, c in enumerate(ceilings):
-            if b.size <= c:
-                return k
-        return len(ceilings)
+    def range_of(b: Buffer) -> int:             # the first range whose ceiling it fits
+        return next((k for k, c in enumerate(ceilings) if b.size <= c), len(ceilings))
 
     blocks = reuse_blocks(buffers, range_of)
     return _placement(buffers, blocks, alignment,
@@ -149,20 +140,16 @@ def plan_ge_hybrid(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN) -> P
 @register("ge:textbook")
 def plan_ge(buffers: Sequence[Buffer], *, alignment: int = GE_ALIGN, holes: bool = True
             ) -> Placement:
-    """GE's two-level reuse [Huawei GE, §1.2].
+    """GE's two-level reuse [Huawei GE, §1.2]. Level 1: reuse a block only for a tensor of
+    exactly the same size. Level 2: blocks by size, largest first (earlier first on ties);
+    each goes to the lowest offset free for its whole lifetime - inside a larger block
+    whose lifetime it misses, else on top.
 
-    Level 1: reuse a block only for a tensor of exactly the same size. Level 2: blocks by
-    size, largest first (earlier first on ties); each goes to the lowest offset free for
-    its whole lifetime - inside a larger block whose lifetime it misses, else on top.
-
-    A block's lifetime is the steps at which one of its tensors is alive. With
-    `holes=False` it is the hull, first start to last end, as the CANN GE article [Huawei GE] draws
-    it (figure 6); on the worked example both are the same, but a block reused across a long
-    stretch would otherwise block every step between its tensors. Either way level 1 ties
-    same-size tensors far apart in time to one offset, which level 2 must then find free
-    at all of their steps: on long random problems that costs more than it saves (see
-    benchmarks/plan_scaling.py, against greedy-size, which is level 2 alone).
-    """
+    A block's lifetime is the steps at which one of its tensors is alive; with
+    `holes=False` the hull, first start to last end, as [Huawei GE] draws it (figure 6).
+    Level 1 ties same-size tensors far apart in time to one offset, which level 2 must
+    find free at all their steps: on long random problems that costs more than it saves
+    (benchmarks/plan_scaling.py, against greedy-size, which is level 2 alone)."""
     return two_level_placement(buffers, *ge_offsets(buffers, alignment, holes))
 
 

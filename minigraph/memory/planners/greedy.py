@@ -1,10 +1,9 @@
 """Greedy by size [Pisarchyk 2020]: largest buffer first, each at the lowest offset that is
 free over its whole lifetime.
 
-The picture is Chainer-Opt's [Sekiyama 2018, fig. 1]: time on x, address on y, a buffer a
-box whose x extent (its steps) is fixed; a planner only chooses its height, the offset.
-Two boxes may not overlap. Greedy by size is TFLite's arena planner and XLA's
-`GlobalDecreasingSizeBestFitHeap`; it is built from three pieces, read in this order:
+In Chainer-Opt's picture (buffers.py) a buffer is a box whose steps are fixed; a planner
+chooses its height, the offset. Greedy by size is TFLite's arena planner and XLA's
+`GlobalDecreasingSizeBestFitHeap`, built from three pieces, read in this order:
 
 1. `lowest_gap`: given the byte ranges taken by the boxes in the way, the lowest gap that
    fits (*first fit*), or with `fit="best"` the smallest gap that fits (*best fit*).
@@ -16,11 +15,8 @@ Two boxes may not overlap. Greedy by size is TFLite's arena planner and XLA's
 GE's level 2 (ge.py) asks `PlacedBoxes` the same question, and annealing (anneal.py)
 decodes its orders with `lowest_gap`.
 
-This file is registered as "greedy-size:textbook". The registry's "greedy-size" runs this
-very loop, `place_in_order`, with a faster `PlacedBoxes` behind the same two methods
-(`engine/boxes.py`: a table of the boxes by lifetime, or a segment tree over the steps) and
-a deadline (`engine/heuristics.py`): the same offsets, sooner on large graphs
-(tests/test_planner_tiers.py holds them equal).
+This is "greedy-size:textbook"; the registry's "greedy-size" runs `place_in_order` with a
+faster `PlacedBoxes` (`engine/boxes.py`) and a deadline: the same offsets, sooner.
 """
 
 from __future__ import annotations
@@ -60,11 +56,9 @@ def lowest_gap(taken: list[tuple[int, int]], size: int, fit: str = "lowest") -> 
 class PlacedBoxes:
     """The boxes placed so far, in a plain list, read whole for each question.
 
-    A box is named by its number in `spans`, the lifetimes (first step, last step) of all
-    the boxes to come, whose sizes are `sizes`: knowing them all before the first is
-    placed lets the engine's indexes lay out their tables once. A GE block is several
-    boxes at one offset, so both methods take a few numbers at once.
-    """
+    A box is named by its number in `spans`, the lifetimes of all the boxes to come (sizes
+    `sizes`: the engine's indexes lay out their tables once). A GE block is several boxes
+    at one offset, so both methods take a few numbers at once."""
 
     def __init__(self, spans: Sequence[tuple[int, int]], sizes: Sequence[int]) -> None:
         self.spans, self.sizes = spans, sizes

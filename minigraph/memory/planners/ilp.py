@@ -12,19 +12,14 @@ with U the arena of the best heuristic plan (an upper bound, also M's), and M at
 the theoretical minimum (a lower bound). One pair's orientation is fixed: flipping a plan
 upside down gives another plan, so half the tree is the mirror of the other half. Clique
 cuts (the buffers alive at one step are stacked) tighten the relaxation. Solved by HiGHS
-through `scipy.optimize.milp`. The offsets returned are recomputed from the solver's
-pairwise orders as longest paths (in a topological order of the orders, not of the
-solver's offsets, which a tolerance may leave inconsistent), so they are exact integers;
-the one validator checks them, and a plan it refuses gives way to the best heuristic.
-Large problems count bytes in units of the sizes' gcd, so that a huge buffer does not
-make U big enough for tolerances to matter.
+through `scipy.optimize.milp`; the offsets are recomputed from the solver's pairwise
+orders as exact integers (`stack_by_orders`), and a plan the one validator refuses gives
+way to the best heuristic.
 
 This file is registered as "ilp:textbook": `plan_ilp` below, the model solved once. The
-registry's "ilp" (`engine/ilp.py`) builds and solves this very model, and adds what a
-tool needs around it: one time limit over the whole call (heuristics, model, solver),
-a size past which it keeps the heuristic, the proved gap in its note, the solver's own
-prints kept off stdout. Where both finish, they return the same arena
-(tests/test_planner_tiers.py).
+registry's "ilp" (`engine/ilp.py`) solves this very model with what a tool needs around
+it (one time limit over the whole call, a size past which it keeps the heuristic, the
+proved gap in its note); where both finish, the same arena (tests/test_planner_tiers.py).
 """
 
 from __future__ import annotations
@@ -97,9 +92,11 @@ def plan_ilp(buffers: Sequence[Buffer], *, time_limit: float = 10.0) -> Placemen
 
 def checked_plan(items: Sequence[Buffer], pairs: list[tuple[int, int]], x: np.ndarray
                  ) -> dict[Hashable, int] | None:
-    """The exact offsets of the solver's pairwise orders (`_longest_paths`), or None when
+    """The exact offsets of the solver's pairwise orders (z = 1: i below j), or None when
     those orders hold a cycle or the validator refuses the plan."""
-    exact = _longest_paths(items, pairs, x, len(items))
+    n = len(items)
+    below = [(i, j) if x[n + 1 + k] > 0.5 else (j, i) for k, (i, j) in enumerate(pairs)]
+    exact = stack_by_orders(items, below, x[:n])
     if exact is None:
         return None
     try:
@@ -113,8 +110,7 @@ def layout_model(items: Sequence[Buffer], pairs: list[tuple[int, int]], lower: i
                  upper: int, check: Callable[[str], None] = no_check, grain: int = 1) -> dict:
     """The program above as `scipy.optimize.milp` arguments. Variables x_0..x_{n-1}, M,
     then one z per pair; M between `lower` and `upper`, which is also the big U. Bytes
-    are counted in units of `grain` (a divisor of every size): a huge buffer among small
-    ones keeps U small enough for the solver's tolerances."""
+    are counted in units of `grain`, a divisor of every size (`SCALE_ABOVE`)."""
     from scipy.optimize import Bounds, LinearConstraint
 
     n = len(items)
@@ -182,11 +178,7 @@ class Rows:
     """A sparse constraint matrix built one row at a time, each row `... <= hi`."""
 
     def __init__(self) -> None:
-        self.rows: list[int] = []
-        self.cols: list[int] = []
-        self.vals: list[float] = []
-        self.lo: list[float] = []
-        self.hi: list[float] = []
+        self.rows, self.cols, self.vals, self.lo, self.hi = [], [], [], [], []
 
     def add(self, cols: list[int], vals: list[float], hi: float) -> None:
         r = len(self.hi)
@@ -218,13 +210,6 @@ def live_sets(items: Sequence[Buffer], check: Callable[[str], None] = no_check) 
         if len(active) > 1 and (nxt is None or any(items[i].end < nxt for i in active)):
             out.append(sorted(active))
     return out
-
-
-def _longest_paths(items: Sequence[Buffer], pairs: list[tuple[int, int]], x: np.ndarray,
-                   n: int) -> dict | None:
-    """Integer offsets from the solver's orders (`stack_by_orders`; z = 1: i below j)."""
-    below = [(i, j) if x[n + 1 + k] > 0.5 else (j, i) for k, (i, j) in enumerate(pairs)]
-    return stack_by_orders(items, below, x[:n])
 
 
 def stack_by_orders(items: Sequence[Buffer], below: Sequence[tuple[int, int]],

@@ -1,21 +1,18 @@
 """The DTR loop in one file, the textbook version [Kirisame 2021]: read it top to bottom.
 
-The loop is all here; what it runs and counts comes from five small neighbours, read
-alongside: program.py (the `Program`: ops, tensors, steps, costs), bounds.py (the
-budget check), states.py (a tensor's five states), neighbourhood.py (the union-find of
-evicted classes behind MegEngine's score) and heuristics.py (only its error type).
-
 Run a program op by op under a byte budget. To place an output, *evict* resident tensors,
 the lowest score first; when an op needs an evicted input, *recompute* it by re-running
 its producer, whose own evicted inputs are recomputed first (recursion). Memory is an
-*ideal allocator*: the sum of the resident bytes, no addresses, no fragmentation.
+*ideal allocator*: the sum of the resident bytes, no addresses, no fragmentation. What it
+runs and counts comes from program.py (the `Program`), bounds.py (the budget check),
+states.py (a tensor's five states) and neighbourhood.py (MegEngine's evicted classes).
 
     run = run_minimal(step_graph, ratio=0.5, score="dtr")   # or a Program, budget= bytes
 
 The engine room, runtime.py with its `DTROptions`, adds a first-fit arena (and MegEngine's
 defragmentation), Coop's window and recomputable in-place [Zhang 2023], more scores, rules
-against thrashing, and an explicit stack for long chains. tests/test_dtr_minimal.py holds
-the two equal: with those switched off it makes the same evictions at the same overhead.
+against thrashing, an explicit stack for long chains; tests/test_dtr_minimal.py holds the
+two equal: with those switched off, the same evictions at the same overhead.
 """
 
 from __future__ import annotations

@@ -2,37 +2,26 @@
 
 A graph becomes a program by walking its schedule: one `call` per node, then a `release`
 for every tensor whose last reader that node was (the moment a static planner would free
-it). A trace in the DTR authors' JSON-lines format becomes one the same way
-(`minigraph.dtr_research.simrd_log`, the research wing, which builds on this module).
-The runtime only ever sees this plain data, so both sources run through the same code.
+it). A trace in the DTR authors' JSON-lines format becomes one the same way (the research
+wing's `minigraph.dtr_research.simrd_log`), so both sources run through the same code.
 
-What counts against the budget (the one counting of every technique,
-`minigraph/memory/footprint.py`): the budget is *working memory*, the planned tensors
-(activations and gradients that are not graph outputs, each rounded up to the alignment)
-plus the declared workspace of the op that is running, in one range. Inputs, parameters,
-constants, graph outputs and a parameter's updated value are *outside* (`external`): their
-own buffers for the whole run (like the static plans' `outside_bytes`), never evicted.
+The budget is *working memory* (the one counting of every technique, `footprint.py`):
+the planned tensors (activations and gradients that are not graph outputs, aligned) plus
+the running op's declared workspace. Inputs, parameters, constants, graph outputs and
+updated parameters are *outside* (`external`): their own buffers, never evicted.
 
-Budget ratios (`ratio_of`). The DTR paper (Kirisame et al. 2021, section 5) gives budgets
-as fractions of the *total* peak memory of the unmodified run, weights included; so does
-this package by default (`ratio_of="total"`):
-
-    total peak = outside + peak
-    budget     = ratio * total peak - outside
-
-where `peak` is the working memory this runtime itself needs with no eviction under its
-first-fit allocator: the highest address a no-evict run reaches, workspace included (not
-the sum of live bytes, which ignores holes; that one is `Bounds.live`, the working
-minimum). Ratio 1.0 therefore never evicts. `ratio_of="arena"` takes the ratio of `peak`
-alone: `budget = ratio * peak`. The one place these are computed is
-`Bounds.arena_budget` (bounds.py).
-`ratio_of="baseline"` is the DTR authors' simulator's [Kirisame 2021]: ratio x (external +
-live bytes of the unbudgeted run); a trace's constants are in its arena
-(dtr_research/simrd_log.py), and `replay_trace` uses this one by default.
+Budget ratios (`ratio_of`), computed in one place, `Bounds.arena_budget` (bounds.py): by
+default a fraction of the *total* peak of the unmodified run, weights included, as the DTR
+paper gives them [Kirisame 2021, section 5]: `budget = ratio * (outside + peak) - outside`,
+where `peak` is the highest address a no-evict run reaches under this runtime's first-fit
+allocator, workspace included (so ratio 1.0 never evicts). `ratio_of="arena"` takes
+`ratio * peak`; `ratio_of="baseline"` is the DTR authors' simulator's, ratio x (external +
+live bytes of the unbudgeted run), which `replay_trace` uses by default.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -77,17 +66,14 @@ class OpSpec:
 
 
 class Program:
-    """Tensors, ops and steps (`("call", op)`, `("release", tensor)`, `("get", tensor)`).
-
-    Ops must be listed so that producers come before their consumers (program order).
-    """
+    """Tensors, ops and steps (`("call", op)`, `("release", tensor)`, `("get", tensor)`),
+    the ops listed so that producers come before their consumers (program order)."""
 
     def __init__(self, tensors: Sequence[TensorSpec], ops: Sequence[OpSpec],
                  steps: Sequence[tuple[str, int]], name: str = "program",
                  graph: Graph | None = None, external_bytes: int | None = None):
         self.tensors, self.ops, self.steps = list(tensors), list(ops), list(steps)
-        # bytes outside the arena (a graph's parameters, inputs, constants and outputs;
-        # a trace's constants): counted in the total peak, never evicted
+        # bytes outside the arena (a trace's constants too): in the total peak, never evicted
         self.external_bytes = int(external_bytes) if external_bytes is not None else \
             sum(t.size for t in self.tensors if t.external)
         self.name, self.graph = name, graph
@@ -111,9 +97,7 @@ class Program:
         children: list[list[int]] = [[] for _ in range(n)]
         for op in self.ops:
             ins = [i for i in op.inputs if self.arena[i]]
-            for o in op.outputs:
-                if not self.arena[o]:
-                    continue
+            for o in (o for o in op.outputs if self.arena[o]):
                 for i in ins:
                     parents[o].append(i)
                     children[i].append(o)
@@ -151,9 +135,8 @@ class Program:
         return live_peak(self)
 
     def __repr__(self) -> str:
-        n_arena = sum(self.arena)
         return (f"<Program {self.name!r}: {self.calls} calls, {len(self.tensors)} tensors "
-                f"({n_arena} in the arena), base cost {self.base_cost:g}>")
+                f"({sum(self.arena)} in the arena), base cost {self.base_cost:g}>")
 
 
 CostSpec = str | Mapping[str, float] | Callable[[Graph, Node], float]
@@ -162,12 +145,9 @@ CostSpec = str | Mapping[str, float] | Callable[[Graph, Node], float]
 def node_costs(graph: Graph, costs: CostSpec = "flops") -> dict[str, float]:
     """Cost of each node: "flops" (the ops' FLOP estimates, at least one unit per output
     element), "unit" (1 each), a mapping node name -> cost (seconds, say), or a function
-    (graph, node) -> cost.
-
-    The floor matters: copies (reshape, transpose, a slice, concat) count 0 FLOPs, and a
-    zero-cost tensor scores 0 under every DTR-style heuristic, so it would be evicted
-    first, always, however dear its evicted inputs are to get back. The DTR paper uses
-    measured times, and no kernel takes zero time: writing an element costs a unit."""
+    (graph, node) -> cost. The floor matters: copies (reshape, a slice) count 0 FLOPs, and
+    a zero-cost tensor scores 0 under every DTR-style heuristic, so it would always be
+    evicted first; the DTR paper measures times, and no kernel takes zero time."""
     if isinstance(costs, str):
         if costs == "flops":
             return {n.name: float(max(flops_of(graph, n), _elements_written(graph, n)))
@@ -185,13 +165,7 @@ def node_costs(graph: Graph, costs: CostSpec = "flops") -> dict[str, float]:
 
 
 def _elements_written(graph: Graph, node: Node) -> int:
-    n = 0
-    for o in node.outputs:
-        k = 1
-        for d in graph.tensors[o].shape:
-            k *= int(d)
-        n += k
-    return n
+    return sum(math.prod(int(d) for d in graph.tensors[o].shape) for o in node.outputs)
 
 
 def program_from_graph(graph: Graph, schedule: Sequence[str] | None = None,
@@ -249,11 +223,9 @@ def op_inplace_pairs(graph: Graph, op: OpSpec, k: int, tensors: Sequence[TensorS
                      index: Mapping[str, int], last_reader: Mapping[int, int]
                      ) -> tuple[tuple[int, int], ...]:
     """(input, output) pairs of op `k` that may share one block, by the in-place rule of
-    `minigraph.memory.inplace` [Chen 2016] (its `declared_pairs` and `operand_refusal`,
-    the same clauses the graph planner asks): the op declares the pair in-place capable,
-    x and y have one dtype and element count and x is read through one operand; and here,
-    in the program's terms, both are in the arena, the op is x's last reader, and each
-    input goes to one output, each output takes one input."""
+    `minigraph.memory.inplace` [Chen 2016] (its `declared_pairs` and `operand_refusal`),
+    and in the program's terms: both in the arena, the op x's last reader, each input
+    going to one output and each output taking one input."""
     node = op.node
     if node is None:
         return ()
@@ -286,13 +258,9 @@ def budget_bounds(graph: Graph | Program, schedule: Sequence[str] | None = None,
 
 def resolve_budget(program: Program, budget: int | None, ratio: float | None,
                    ratio_of: str = "total") -> int:
-    """Arena bytes from exactly one of `budget` (bytes of arena) or `ratio`: of the total
-    peak (external + arena peak, the DTR paper's definition; the default), with
-    `ratio_of="arena"` of the arena peak alone, with `ratio_of="baseline"` of the DTR
-    authors' simulator's baseline peak (a trace's `baseline_peak`: live bytes of the
-    unbudgeted run, constants included; else external + `Bounds.live`). Raises
-    BudgetError when the ratio leaves no arena at all (the external bytes alone exceed
-    it)."""
+    """Arena bytes from exactly one of `budget` (bytes of arena) or `ratio` (of the peak
+    `ratio_of` names, module docstring; "baseline" uses a trace's `baseline_peak` when it
+    has one). BudgetError when the external bytes alone exceed the ratio's budget."""
     if (budget is None) == (ratio is None):
         raise BudgetError("give exactly one of budget= (bytes) or ratio= (of the peak)")
     if ratio is not None:
