@@ -202,7 +202,7 @@ def test_every_lesson_names_the_textbook_modules_of_its_reading_path() -> None:
     lessons = PACKAGE.parent / "lessons" / "src"
     missing = []
     for lesson, modules in reading_path.PATH:
-        text = next(lessons.glob(f"{lesson[:2]}_*.py")).read_text()
+        text = next(lessons.glob(f"{lesson.split()[0]}_*.py")).read_text()
         named = [m for m in modules if m in text]
         reached = {d for m in named
                    for d in _top_level_imports(PACKAGE.parent / m)}
