@@ -598,3 +598,14 @@ def test_the_evict_dropdown_drives_dtr_and_enables_the_link(step) -> None:
     assert w.controls["dtr_evict"].disabled
     with pytest.raises(mg.ArgumentError, match="dtr_evict=.recompute. is not offered"):
         w.set(dtr_evict="recompute")
+
+
+def test_the_widget_starts_from_the_one_set_of_defaults_and_says_what_it_switches_on():
+    from minigraph.memory.api import MemoryOptions
+    from minigraph.viz.explorer import MemoryExplorer, WidgetState
+    state, default = WidgetState(), MemoryOptions()
+    assert (state.order, state.colors, state.alignment) == (
+        default.order, default.colors, default.alignment)
+    view = MemoryExplorer("mlp").compute(WidgetState(model="mlp"))
+    assert ("Switched on here: inplace True (the default is False), planner refcount "
+            "(the default is none).") in view.caption

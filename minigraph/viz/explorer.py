@@ -49,7 +49,7 @@ from typing import Any
 from ..errors import ArgumentError, ArgumentTypeError, SwapError, did_you_mean
 from ..experiments import techniques
 from ..graph import Graph
-from ..memory.api import MemoryOptions, MemoryReport, plan_memory
+from ..memory.api import MemoryOptions, MemoryReport, chosen, plan_memory
 from ..memory.orders import ORDERS, schedule
 from ..memory.planners import PLANNERS
 from ..memory.swap_plan import SwapReport
@@ -94,11 +94,13 @@ class WidgetState:
     "swap" or "cheaper", `DTROptions.evict`), a swap's copies over `link` too."""
     model: str = CUSTOM
     batch: int = 8
-    order: str = "program"
+    # The widget starts with refcount and in-place on (what lesson 03 shows); every other
+    # field is the one set of defaults, MemoryOptions()'s, and the caption says which differ.
+    order: str = MemoryOptions().order
     inplace: bool | str = True
     planner: str = "refcount"
-    colors: int = 1
-    alignment: int = 512
+    colors: int = MemoryOptions().colors
+    alignment: int = MemoryOptions().alignment
     color_by: str = "kind"
     dtr: bool = False
     dtr_budget: float | None = None
@@ -181,7 +183,7 @@ class ExplorerResult:
         text = (f"{self.state.describe(self.graph)}. Arena: the planned tensors; theoretical "
                 f"minimum: the most of their bytes alive at any one step of this schedule, "
                 f"in-place outputs sharing their input's bytes where that is lower; no static "
-                f"plan here goes below it.")
+                f"plan here goes below it. Switched on here: {chosen(self.state.options())}.")
         if self.dtr is not None:
             text += (" With DTR the bars show working memory: a static plan's arena plus the "
                      "largest op's workspace beside it, DTR's budget holding both; the "
