@@ -32,7 +32,8 @@ def _course(tmp: Path) -> Path:
     (as `generate_assignment` leaves it; the test runs only the exchange's step)."""
     course = tmp / "course"
     (course / "release" / "t1").mkdir(parents=True)
-    shutil.copyfile(COURSE / "nbgrader_config.py", course / "nbgrader_config.py")
+    for name in ("nbgrader_config.py", "sandboxed_score.py"):   # the config imports its step
+        shutil.copyfile(COURSE / name, course / name)
     nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c0",
                      "metadata": {}, "outputs": [], "source": ["x = 1"]}],
           "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",

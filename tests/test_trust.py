@@ -310,23 +310,17 @@ def test_safe_mode_on_a_chain_does_near_linear_work():
 
 def test_replay_best_keeps_its_time_limit_over_the_whole_call(monkeypatch):
     # point 14: 20,000 calls took over 120 s; each candidate now checks the deadline. The
-    # portfolio reads time.perf_counter: a clock the test moves itself stands in for it
-    # (each read 0.1 ms later), so the limit passes after a fixed number of reads.
-    import types
-
+    # portfolio reads time through its `clock`: a clock the test moves itself stands in
+    # for it (each read 0.1 ms later), so the limit passes after a fixed number of reads.
     from fake_clock import Ticking, within
 
-    from minigraph.runtime.dtr import portfolio
     lines = generated_trace("chain", 400)            # 3,470 calls; dtr alone takes ~20 s
     clock = Ticking()
-    monkeypatch.setattr(portfolio, "time", types.SimpleNamespace(perf_counter=clock))
     with pytest.raises(TimeLimitError, match="time limit"):
-        replay_best(lines, ratio=0.4, time_limit=0.3)
+        replay_best(lines, ratio=0.4, time_limit=0.3, clock=clock)
     assert within(clock, 0.3), clock.t               # it stopped soon after the limit
     program = parse_trace(lines)
-    still = types.SimpleNamespace(perf_counter=lambda: 0.0)     # a limit that never passes
-    monkeypatch.setattr(portfolio, "time", still)
-    choice = replay_best(program, ratio=0.9, time_limit=1.0)
+    choice = replay_best(program, ratio=0.9, time_limit=1.0, clock=lambda: 0.0)  # never passes
     assert choice.label and set(choice.cut) <= {label for label, _ in choice.tried}
 
 

@@ -16,6 +16,8 @@
 # `minigraph/memory/planners/anneal.py` and `minigraph/memory/planners/ilp.py`; around them
 # `minigraph/memory/planners/__init__.py` (the one planner interface, `register` and
 # `plan_buffers`) and the one validator in `minigraph/memory/buffers.py`.
+
+# %% [markdown]
 # The planners "greedy-size" and "bestfit" run the same loops with faster indexes behind
 # them (`planners/engine/boxes.py`, `planners/engine/skyline.py`), which change how fast a
 # gap or a buffer is found, never which: "greedy-size:textbook" and "bestfit:textbook" give

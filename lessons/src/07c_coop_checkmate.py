@@ -310,7 +310,8 @@ assert auto_choice(resnet, int(0.5 * resnet.bounds().peak)) == "dtr-live"   # ti
 # The two thresholds, 3 and 0.6, were fitted on the benchmark's 13 traces, and then
 # scored on those same 13: that proves nothing about a trace the rule has not seen. On
 # real training traces it was not fitted to (compared with the DTR authors' simulator),
-# `auto` lost to h_DTR in more cells than it won. So the rule is put to the test it should have had: **leave one trace out**. Each
+# `auto` lost to h_DTR in more cells than it won. So the rule is put to the test it should
+# have had: **leave one trace out**. Each
 # trace is held out in turn; the two thresholds are fitted on all the others (the
 # lowest summed log overhead, `holdout.fit`) and then scored, cell by cell, on the one
 # held out, against h_DTR (`holdout.against_dtr`). The target for a default: never more
@@ -343,11 +344,13 @@ assert not held.passes and DTROptions().heuristic == "dtr" and DTROptions().dead
 # What was found: fitted without it, the rule is more than 1% worse than h_DTR on a
 # held-out cell, on these four traces as on the benchmark's 20 (`benchmarks/RESULTS.md`,
 # "DTR's default, chosen out of sample": worse in 8 of 160 held-out cells, up to 1.794x,
-# and failing in one where h_DTR finishes, though better in 38). Better on average is not the bar for a
+# and failing in one where h_DTR finishes, though better in 38). Better on average is not
+# the bar for a
 # default; never worse is. So h_DTR is the default again (`DTROptions()`), with the
 # runtime's dead-first rule: these cells never found it worse than its absence, and over
 # the benchmark's 20 traces dropping it is worse in 17 cells (failing in 8) and better in
-# 2, so it stays; `auto` stays, an option with this record, and the portfolio, which runs both and keeps
+# 2, so it stays; `auto` stays, an option with this record, and the portfolio, which runs
+# both and keeps
 # the cheaper, is never above either.
 #
 # ## Summary

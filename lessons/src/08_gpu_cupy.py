@@ -224,16 +224,16 @@ else:
 
 # %% [markdown]
 # Read the tables column by column. *declared* is what the plan says the step holds at its
-# fullest; *measured* is what the hook saw: where the two agree (the last line counts the
-# rows within 1%), the plan is what the device really ran. *pool reserved* is the same
-# arrays as CuPy's pool holds them, each rounded up to a block of 512 bytes, so it is
-# never below the measured peak, and above it only by that rounding, where an array's
-# size is not a multiple of 512 bytes: a few bytes an array, which at these sizes the
-# table's two columns round to the same number. The last line counts the rows where pool
-# reserved is above the measured peak and gives the largest difference. Against PyTorch: its caching allocator frees each
+# fullest; *measured* is what the hook saw: where the two agree (the last line counts the rows
+# within 1%), the plan is what the device really ran. *pool reserved* is the same arrays as
+# CuPy's pool holds them, each rounded up to a block of 512 bytes, so it is never below the
+# measured peak, and above it only by that rounding, where an array's size is not a multiple
+# of 512 bytes: a few bytes an array, which at these sizes the table's two columns round to
+# the same number. The last line counts the rows where pool reserved is above the measured
+# peak and gives the largest difference. Against PyTorch: its caching allocator frees each
 # activation when autograd is done with it, but it cannot share one tensor's bytes with
-# another it does not know about yet; the planned arena can, because the whole step is
-# known before it runs.
+# another it does not know about yet; the planned arena can, because the whole step is known
+# before it runs.
 #
 # ## 8. Aligned offsets, on every device
 #

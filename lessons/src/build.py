@@ -29,7 +29,6 @@ those three copied beside it, from the npm packages that course/slides/package.j
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -37,7 +36,7 @@ import jupytext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # minigraph from this checkout
 
-from minigraph.files import write_text  # noqa: E402
+from minigraph.files import write_bytes, write_text  # noqa: E402
 
 LESSONS = Path(__file__).resolve().parents[1]
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -107,11 +106,11 @@ def build_slides(out: Path, packages: Path = SLIDE_PACKAGES,
     out.mkdir(parents=True, exist_ok=True)
     for name, there in SLIDE_ASSETS.items():
         src, dst = packages / name, out / there
-        if src.is_dir():
-            shutil.copytree(src, dst, dirs_exist_ok=True)
-        else:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
+        for f in sorted(src.rglob("*")) if src.is_dir() else [src]:
+            if f.is_file():
+                to = dst / f.relative_to(src) if src.is_dir() else dst
+                to.parent.mkdir(parents=True, exist_ok=True)
+                write_bytes(to, f.read_bytes())
     exporter = SlidesExporter(reveal_url_prefix="reveal.js", jquery_url="jquery.min.js",
                               require_js_url="require.js")
     written = []

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from ..files import write_text
 from ..graph import Graph
 from ..memory.liveness import check_schedule
 from ..runtime.dtr.program import CostSpec, node_costs
@@ -56,5 +56,5 @@ def write_trace(graph: Graph, dest: Any = None, *, costs: CostSpec = "flops",
         if hasattr(dest, "write"):
             dest.write(text)
         else:
-            Path(dest).write_text(text)
+            write_text(dest, text)      # whole or not at all
     return out

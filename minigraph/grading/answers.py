@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..files import write_text
 from .cases import liveness_cases
 from .heuristic_grader import budget_for, case_program, heuristic_cases, reference_overhead
 from .liveness_grader import expected
@@ -58,7 +59,7 @@ def main(args: list[str]) -> int:
             print(f"{ANSWERS} is stale: run `python -m minigraph.grading.answers`")
             return 1
         return 0
-    ANSWERS.write_text(new, encoding="utf-8")
+    write_text(ANSWERS, new)       # whole or not at all
     print(f"wrote {ANSWERS} ({len(new) // 1024} KiB)")
     return 0
 

@@ -25,6 +25,7 @@ import numpy as np
 from .. import models, ops
 from ..autodiff import training_graph
 from ..feeds import random_feeds
+from ..files import atomic_open, write_text
 from ..graph import Graph, Node, TensorInfo, constant, input, name_scope, param
 from ..memory.buffers import Buffer
 from ..memory.instances import ge_worked_example, hard_instance, random_buffers
@@ -396,12 +397,12 @@ def write_graph_case(path: str | os.PathLike, graph: Graph,
     """Save a graph case (for `a1/` or `a2/` of a private case directory)."""
     d = {"graph": graph_to_json(graph), "alignment": alignment,
          "schedule": list(schedule) if schedule is not None else None}
-    Path(path).write_text(json.dumps(d, indent=1))
+    write_text(path, json.dumps(d, indent=1))
 
 
 def write_buffer_case(path: str | os.PathLike, buffers: Sequence[Buffer]) -> None:
     """Save a buffer list as CSV `id,start,end,size` (end inclusive), for `a2/`."""
-    with open(path, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["id", "start", "end", "size"])
         for b in buffers:
