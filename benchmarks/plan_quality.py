@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
                          "instances (default 200,000, quick 50,000)")
     ap.add_argument("--scale-nodes", type=int, default=None,
                     help="search nodes (repair moves at scale) on the realistic family, "
-                         "5,000-60,000 buffers (default 2,000, quick 500)")
+                         "5,000-60,000 buffers (default 1,000, quick 500)")
     ap.add_argument("--cap", type=float, default=CAP,
                     help=f"wall-clock cap in seconds on every run (default {CAP:g}); the "
                          "tables say where it, not the budget, stopped one")
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         (50_000 if args.quick else 200_000)
     exact_tables(args.quick, exact, cap)
     scale = args.scale_nodes if args.scale_nodes is not None else \
-        (500 if args.quick else 2_000)
+        (500 if args.quick else 1_000)
     realistic_table(args.quick, scale, cap)
     targets({"realistic": scale, "challenging": exact}, cap)
     return 0
