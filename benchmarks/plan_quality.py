@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="HiGHS nodes for the ILP on 30-buffer instances (default 2,000)")
     ap.add_argument("--exact-nodes", type=int, default=None,
                     help="search nodes on the 150-450-buffer tilings and challenging "
-                         "instances (default 200,000, quick 50,000)")
+                         "instances (default 400,000, quick 50,000)")
     ap.add_argument("--scale-nodes", type=int, default=None,
                     help="search nodes (repair moves at scale) on the realistic family, "
                          "5,000-60,000 buffers (default 1,000, quick 500)")
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     checks()
     ilp_table(args.quick, args.ilp_nodes, cap)
     exact = args.exact_nodes if args.exact_nodes is not None else \
-        (50_000 if args.quick else 200_000)
+        (50_000 if args.quick else 400_000)
     exact_tables(args.quick, exact, cap)
     scale = args.scale_nodes if args.scale_nodes is not None else \
         (500 if args.quick else 1_000)
