@@ -43,6 +43,8 @@ from .memory import (
     schedule,
     theoretical_minimum,
 )
+from .memory.swap import Machine
+from .memory.swap_plan import SwapReport, lowest_swap_plan, plan_swap
 from .ops import (
     abs,
     add,
@@ -128,6 +130,8 @@ __all__ = [
     # memory planning
     "plan_memory", "MemoryOptions", "MemoryReport", "MemoryPlan", "Buffer", "liveness",
     "schedule", "theoretical_minimum",
+    # memory swap: offload to host memory and prefetch back [Rhu 2016]
+    "plan_swap", "lowest_swap_plan", "SwapReport", "Machine",
     # running: the arena executor, DTR, the device
     "Executor", "DTRExecutor", "budget_bounds", "gpu_available",
     # drawing
