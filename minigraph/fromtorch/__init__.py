@@ -84,6 +84,7 @@ from typing import Any
 from ..ops.opaque import OpaqueOpError
 from .aten import RULES
 from .capture import (
+    MetaModelError,
     TorchImportError,
     TorchMissingError,
     as_tuple,
@@ -94,7 +95,7 @@ from .capture import (
 from .compare import StepCheck, compare
 from .importer import ImportReport, TorchModel, convert, make_batch_fn
 
-__all__ = ["ImportReport", "OpaqueOpError", "StepCheck", "TorchImportError",
+__all__ = ["ImportReport", "MetaModelError", "OpaqueOpError", "StepCheck", "TorchImportError",
            "TorchMissingError", "TorchModel", "compare", "from_torch", "report"]
 
 
