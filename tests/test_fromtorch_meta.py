@@ -41,9 +41,8 @@ def test_a_meta_import_plans_to_the_bytes_of_the_real_import(name):
     assert len(g.nodes) == len(h.nodes)
     assert [(t.name, t.shape, str(t.dtype), t.kind) for t in g.tensors.values()] == \
         [(t.name, t.shape, str(t.dtype), t.kind) for t in h.tensors.values()]
-    for planner in ("none", "greedy-size", "best-fit", "ge"):
-        if planner not in PLANNERS:
-            continue
+    for planner in ("none", "refcount", "greedy-size", "bestfit", "ge", "ge-hybrid"):
+        assert planner in PLANNERS
         for inplace in (False, True):
             opts = mg.MemoryOptions(planner=planner, inplace=inplace,
                                     planner_args=options_for(planner, {"seed": 0}))
@@ -125,3 +124,30 @@ def test_bad_meta_input_is_one_typed_line_naming_the_cause():
         from_torch(_Scaled().to("meta"), torch.empty(2, 5, device="meta"),
                    lambda out: out.sum())
     assert "_Scaled" in _one_line(e) and "2x5" in _one_line(e)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_an_inference_import_is_the_forward_pass_alone(name):
+    case = torch_model(name, **SMALL[name])
+    case.module.train()
+    model = from_torch(case.module, case.example_inputs, None)
+    assert case.module.training                       # the module's mode is restored
+    g = model.graph
+    assert {t.kind for t in g.tensors.values()} <= {"input", "param", "const", "activation"}
+    assert model.params == () and g.outputs == (model.loss,)
+    with torch.no_grad():
+        case.module.eval()
+        ref = case.module(*case.example_inputs).numpy()
+    rep = mg.plan_memory(g, mg.MemoryOptions(planner="greedy-size", inplace=True))
+    out = mg.Executor(g, rep.plan).run(model.feeds(0))[model.loss]
+    assert out.shape == ref.shape and float(abs(out - ref).max()) < 1e-4
+    meta = from_torch(torch_model(name, **SMALL[name]).module.to("meta"),
+                      tuple(map(_meta, case.example_inputs)), None)
+    for planner in ("greedy-size", "bestfit", "ge"):
+        opts = mg.MemoryOptions(planner=planner, planner_args=options_for(planner, {}))
+        assert mg.plan_memory(meta.graph, opts).arena_bytes == \
+            mg.plan_memory(g, opts).arena_bytes
+    train = from_torch(case.module, case.example_inputs, case.loss_fn, targets=case.targets)
+    assert mg.plan_memory(g).arena_bytes < mg.plan_memory(train.graph).arena_bytes
+    with pytest.raises(TorchImportError, match="targets"):
+        from_torch(case.module, case.example_inputs, None, targets=case.targets)

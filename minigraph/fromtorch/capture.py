@@ -164,7 +164,8 @@ def decompositions(torch: Any, keep: Any) -> dict:
             if not keep(op.name().split("::")[-1].split(".")[0])}
 
 
-def _trace(torch: Any, step: Any, args: tuple, keep: Any) -> tuple[Any, Any, list[str]]:
+def _trace(torch: Any, step: Any, args: tuple, keep: Any,
+           joint: bool = True) -> tuple[Any, Any, list[str]]:
     """aot_export_module's joint graph; a parameter the loss does not use is frozen for the
     trace (PyTorch refuses a parameter without a gradient). Returns the unused names too.
     oneDNN is off while tracing: with it, `nn.LSTM` becomes one fused kernel
@@ -176,9 +177,15 @@ def _trace(torch: Any, step: Any, args: tuple, keep: Any) -> tuple[Any, Any, lis
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with torch.backends.mkldnn.flags(enabled=False):
+                if not joint:                  # inference: the forward graph alone
+                    with torch.no_grad():
+                        return aot_export_module(step, args, trace_joint=False,
+                                                 decompositions=table)
                 return aot_export_module(step, args, trace_joint=True, output_loss_index=0,
                                          decompositions=table)
     table = decompositions(torch, keep)
+    if not joint:
+        return (*export(), [])
     try:
         return (*export(), [])
     except AssertionError as e:
@@ -198,10 +205,11 @@ def _trace(torch: Any, step: Any, args: tuple, keep: Any) -> tuple[Any, Any, lis
             p.requires_grad_(True)
 
 
-def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
+def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | None,
             targets: Sequence[Any], keep: Callable[[str], bool] = lambda op: False) -> Captured:
     """Trace one training step of `module` into AOTAutograd's joint graph, composite ops
-    decomposed by PyTorch's table except those `keep` names (see `decompositions`)."""
+    decomposed by PyTorch's table except those `keep` names (see `decompositions`).
+    `loss_fn=None`: the forward pass alone (inference), its outputs the module's."""
     torch = require_torch()
     if not isinstance(module, torch.nn.Module):
         raise TorchImportError(f"from_torch: module must be a torch.nn.Module, not "
@@ -221,6 +229,8 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
                 out = torch.func.functional_call(self.m, ps, args[:k])
             else:
                 out = self.m(*args[:k])
+            if loss_fn is None:
+                return tuple(torch.utils._pytree.tree_leaves(out))
             return (loss_fn(out, *args[k:]),)
 
     step = _Step()
@@ -230,7 +240,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
     traced = tuple(_fake_like(torch, restore, t) for t in args) if meta else args
     try:
         try:
-            gm, sig, unused = _trace(torch, step, traced, keep)
+            gm, sig, unused = _trace(torch, step, traced, keep, loss_fn is not None)
         except AssertionError as e:
             # Two parameters whose gradients are one node (`x * (a + b)`): AOTAutograd's
             # signature maps gradient names to parameters and loses one. Reading each

@@ -478,6 +478,47 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
     return g, loss.name, tuple(trained), report
 
 
+def convert_inference(cap: Captured, torch: Any, lr: float, name: str,
+                      module: str) -> tuple[Graph, str, tuple[str, ...], ImportReport]:
+    """The minigraph forward graph of a captured forward pass (`from_torch(...,
+    loss_fn=None)`): outputs the module's outputs, no backward, no update. The weights stay
+    parameters (fed, like the training step's), so every planner accounts as it does for
+    training; the first output stands where the loss does."""
+    sig, graph = cap.signature, cap.gm.graph
+    by_name = {n.name: n for n in graph.nodes}
+    outs_fx = [by_name[o] for o in sig.user_outputs]
+    if not outs_fx:
+        raise TorchImportError(f"{module} returns no tensor: nothing to import")
+    report = ImportReport(module)
+    report.constants = [cap.names[ph] for ph in sig.inputs_to_buffers]
+    report.notes.append("inference: the forward pass alone (eval mode), no backward, "
+                        "no update")
+    kept = _ancestors(outs_fx)
+    with name_scope():
+        c = Converter(cap, torch, report)
+        c.leaves(set())
+        for n in graph.nodes:
+            if n.op == "call_function" and n in kept:
+                c.node(n, "forward")
+                if n.target is not operator.getitem:
+                    report.aten_nodes += 1
+                    report.torch_flops += c.torch_flops(n)
+        outs = []
+        for o in outs_fx:
+            t = c.env[o]
+            if not isinstance(t, Tensor) or t.call is None:
+                raise TorchImportError(f"{module}: output {o.name} is not computed by the "
+                                       "forward pass (an input or a weight passed through)")
+            if t not in outs:
+                outs.append(t)
+        g = Graph(outs, name=name)
+    report.constants = [b for b in report.constants if b in g.tensors]
+    report.graph_flops = g.flops()
+    live = [t for t in c.views if t.name in g.tensors and g.tensors[t.name].producer]
+    report.view_copies = (len(live), sum(t.nbytes for t in live))
+    return g, outs[0].name, (), report
+
+
 def _summed(grads: list[Tensor]) -> Tensor:
     """A parameter's gradient: the sum over the names it is read under."""
     total = grads[0]
