@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 import minigraph as mg  # noqa: E402
 from minigraph.fromtorch import MetaModelError, TorchImportError, from_torch  # noqa: E402
+from minigraph.fromtorch.real_sizes import REAL_MODELS, REDUCED, real_model  # noqa: E402
 from minigraph.fromtorch.zoo import torch_model  # noqa: E402
 from minigraph.memory.planners import PLANNERS, options_for  # noqa: E402
 from minigraph.memory.swap_plan import plan_swap  # noqa: E402
@@ -151,3 +152,30 @@ def test_an_inference_import_is_the_forward_pass_alone(name):
     assert mg.plan_memory(g).arena_bytes < mg.plan_memory(train.graph).arena_bytes
     with pytest.raises(TorchImportError, match="targets"):
         from_torch(case.module, case.example_inputs, None, targets=case.targets)
+
+
+def test_the_real_models_have_their_published_parameter_counts():
+    # Counted on the meta device: nothing allocated. ResNet-50 [He 2016]: 25,557,032;
+    # LLaMA-7B [Touvron 2023]: 6,738,415,616; BERT-base ~110 M; ViT-Large ~304 M.
+    counts = {name: sum(p.numel() for p in real_model(name).module.parameters())
+              for name in REAL_MODELS}
+    assert counts["resnet50"] == 25_557_032
+    assert counts["llama_7b"] == 6_738_415_616
+    assert 108e6 < counts["bert_base"] < 111e6
+    assert 303e6 < counts["vit_large"] < 305e6
+
+
+@pytest.mark.parametrize("name", sorted(REDUCED))
+def test_the_real_models_import_and_plan_from_shapes_at_reduced_size(name):
+    case = real_model(name, **REDUCED[name])
+    assert all(p.is_meta for p in case.module.parameters())
+    for model in (from_torch(case.module, case.example_inputs, None),
+                  from_torch(case.module, case.example_inputs, case.loss_fn,
+                             targets=case.targets)):
+        g = model.graph
+        assert model.report.runs, model.report.opaque[:2]      # every op maps
+        for planner in ("greedy-size", "ge", "bestfit"):
+            rep = mg.plan_memory(g, mg.MemoryOptions(planner=planner, inplace=True,
+                                                     planner_args=options_for(planner, {})))
+            rep.plan.validate(g)
+            assert rep.theoretical_minimum <= rep.arena_bytes <= rep.no_reuse_bytes
