@@ -28,6 +28,7 @@ from .aten_core import SEEDED  # (importing it registers the rules of aten_core.
 from .capture import Captured, MetaModelError, MetaValue, TorchImportError
 
 _FLOATS = ("float16", "float32", "float64")
+_META_KEEP = 1 << 20      # a meta import keeps the values of constants below 1 MiB only
 _COPIES = ("reshape", "transpose", "broadcast_to", "getitem")   # what ATen views become
 _RANDOM = {"native_dropout", "dropout", "bernoulli", "rand", "randn", "rand_like", "randn_like",
            "randint", "randint_like", "randperm", "uniform", "normal", "multinomial",
@@ -137,6 +138,7 @@ class Converter:
         self._count: dict[str, int] = {}
         self.examples: dict[str, np.ndarray] = {}   # input name -> the example batch's value
         self.stash: dict[int, Any] = {}   # id(tensor) -> what a later rule reads beside it
+        self.meta = any(v.is_meta for v in cap.values.values())   # an import from shapes
 
     # What rules read ---------------------------------------------------------------------
     def short(self, n: Any) -> str:
@@ -250,7 +252,11 @@ class Converter:
             return
         self._refuse(n)
         with node_role(role):
-            self.env[n] = self._convert(n)
+            self.env[n] = out = self._convert(n)
+        if self.meta:        # a large constant a rule made (`full`): its shape, not its value
+            for t in out if isinstance(out, tuple) else (out,):
+                if isinstance(t, Tensor) and t.kind == "const" and t.nbytes >= _META_KEEP:
+                    t.value = MetaValue(t.name, t.shape, str(t.dtype))
 
     def _refuse(self, n: Any) -> None:
         torch = self.torch
