@@ -261,8 +261,9 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
         if "convert all Tensors to FakeTensors" in str(e) and not meta:
             raise _outside_tensor_error(torch, module, e) from e
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        what = "forward pass" if loss_fn is None else "training step"
         raise TorchImportError(
-            f"PyTorch could not capture the training step of {type(module).__name__} "
+            f"PyTorch could not capture the {what} of {type(module).__name__} "
             f"on inputs of shape {_shapes(inputs)} "
             f"({type(e).__name__}: {first[:300]}). Check that the step runs in PyTorch; "
             "data-dependent control flow or shapes, a loss that is not a scalar, or an op "
