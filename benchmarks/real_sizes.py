@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print("--quick: the reduced sizes of tests/test_fromtorch_meta.py, not the real ones")
     for name in names:
         sizes = REDUCED[name] if args.quick else {}
-        print(f"\n## {name}" + ("" if args.quick else f" ({SIZES[name]})"))
+        print(f"\n### {name}" + ("" if args.quick else f" ({SIZES[name]})") + "\n\n```")
         results = {}
         for mode in ("inference", "training"):
             case = real_model(name, **sizes)
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(model.report.opaque)} opaque nodes)")
         if not args.quick:
             print("\n".join(blog_check(name, results["inference"])))
+        print("```")
     return 0
 
 
