@@ -25,6 +25,7 @@ SCRIPTS = [
     ("PyTorch models imported with from_torch: planned bytes per technique",
      ["from_torch.py"]),
     ("GPU script, dry run on NumPy (no GPU was lent to this run)", ["gpu.py", "--dry-run"]),
+    ("Real models at real sizes from shapes alone, beside the GE blog", ["real_sizes.py"]),
 ]
 
 

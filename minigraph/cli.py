@@ -1,9 +1,12 @@
-"""The `minigraph` command: `tour`, `plan`, `models`, `lab`.
+"""The `minigraph` command: `tour`, `plan`, `models`, `estimate`, `lab`.
 
     minigraph tour [--model NAME] [--batch N]   one model end to end, with the memory table
     minigraph tour --torch NAME                 the same for a PyTorch model, imported
     minigraph plan ...                          plan a model or a buffer file (experiments/plan_cli)
     minigraph models                            the model zoo
+    minigraph estimate PKG.MOD:FACTORY --shape 32x3x224x224 [--dtype float32] [--inference]
+                                                every technique's bytes for your model at its
+                                                real size, from shapes alone (meta device)
     minigraph lab [NOTEBOOK] [JUPYTER OPTIONS]  open the lessons in JupyterLab
 
 A user's mistake (an unknown model, a bad option value, `--device gpu` with no GPU, a file
@@ -25,6 +28,7 @@ from pathlib import Path
 from . import __version__
 from .errors import ArgumentError, MinigraphError, did_you_mean
 from .experiments import plan_cli
+from .experiments.estimate import estimate
 from .experiments.plan_cli import (
     USAGE_ERROR,
     Parser,
@@ -34,6 +38,7 @@ from .experiments.plan_cli import (
     positive_seconds,
     zoo_model,
 )
+from .fromtorch.factory import meta_import
 from .fromtorch.zoo import TORCH_MODELS, imported
 from .models import MODELS
 from .tour import TOUR_MODEL, tour
@@ -96,6 +101,38 @@ def _run_tour(args: argparse.Namespace) -> int:
     model = imported(args.torch, **({} if args.batch is None else {"batch": args.batch}))
     tour(model, time_limit=args.time_limit, device=args.device, run=args.run,
          **_limits(args))
+    return 0
+
+
+def _add_estimate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("estimate", help="what each technique holds for your PyTorch model at "
+                                        "its real size, from shapes alone",
+                       description="Build package.module:factory on PyTorch's meta device "
+                                   "(no weight allocated), import it at the given input "
+                                   "shapes and plan it with every technique; DTR simulated "
+                                   "at 24, 40 and 80 GB. Training (one SGD step, loss the "
+                                   "mean of the first output) unless --inference.")
+    p.add_argument("factory", metavar="PKG.MOD:FACTORY",
+                   help="a callable that builds the torch.nn.Module, e.g. mypkg.nets:resnet")
+    p.add_argument("--shape", action="append", default=[], metavar="NxCx...",
+                   help="an input's shape, once per input; 1x512:int64 for token ids")
+    p.add_argument("--dtype", default="float32",
+                   help="the weights' and the inputs' dtype (default float32)")
+    p.add_argument("--inference", action="store_true",
+                   help="the forward pass alone (eval mode), no backward, no update")
+    p.set_defaults(func=_run_estimate)
+
+
+def _run_estimate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    model = meta_import(args.factory, args.shape, args.dtype, args.inference)
+    g = model.graph
+    mode = "inference" if args.inference else "training"
+    est = estimate(model.name, mode, g, progress=lambda it: tqdm(
+        it, desc=f"planning {len(g.nodes)} nodes", file=sys.stderr, leave=False,
+        disable=len(g.nodes) < 200))
+    print("\n".join(est.lines()))
     return 0
 
 
@@ -341,10 +378,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="minigraph: computation graphs, explicit backward graphs, and memory "
                     "planning you can switch on and off.")
     parser.add_argument("--version", action="version", version=f"minigraph {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{tour,plan,models,lab}")
+    sub = parser.add_subparsers(dest="command", metavar="{tour,plan,models,estimate,lab}")
     _add_tour(sub)
     _add_plan(sub)
     _add_models(sub)
+    _add_estimate(sub)
     _add_lab(sub)
     return parser
 

@@ -384,3 +384,34 @@ def test_a_long_plan_keeps_stdout_clean(tmp_path) -> None:
     assert r.stderr == ""
     assert r.stdout.splitlines()[0] == f"{path}: planner anneal, alignment 1"
     assert all("\r" not in line and "|" not in line for line in r.stdout.splitlines())
+
+
+def test_estimate_prints_every_technique_for_a_meta_model(capsys) -> None:
+    import pytest
+    pytest.importorskip("torch")
+    spec = "minigraph.fromtorch.real_sizes:resnet50"
+    r = in_process(capsys, "estimate", spec, "--shape", "2x3x32x32", "--inference")
+    assert r.returncode == 0, r.stderr
+    for row in ("weights", "theoretical minimum", "no reuse", "refcount", "GE + in-place",
+                "best fit", "DTR on 24 GB", "DTR on 80 GB"):
+        assert row in r.stdout, row
+    assert "resnet50 (inference" in r.stdout and "0.10 GB" in r.stdout    # 25.6 M weights
+    t = in_process(capsys, "estimate", spec, "--shape", "2x3x32x32")
+    assert t.returncode == 0 and "resnet50 (training" in t.stdout
+
+
+def test_estimate_mistakes_are_one_line_and_exit_2(capsys) -> None:
+    import pytest
+    pytest.importorskip("torch")
+    spec = "minigraph.fromtorch.real_sizes:resnet50"
+    assert_one_line_exit_2(in_process(capsys, "estimate", "no_colon", "--shape", "2x3"),
+                           "package.module:factory")
+    assert_one_line_exit_2(in_process(capsys, "estimate", "minigraph.cli:nope",
+                                      "--shape", "2x3"), "nope")
+    assert_one_line_exit_2(in_process(capsys, "estimate", spec, "--shape", "2x3xq"),
+                           "2x3xq")
+    assert_one_line_exit_2(in_process(capsys, "estimate", spec, "--shape", "2x3x32x32",
+                                      "--dtype", "bfloat16"), "bfloat16")
+    assert_one_line_exit_2(in_process(capsys, "estimate", spec, "--shape", "2x4x32x32",
+                                      "--inference"), "ResNet50", "2x4x32x32", "channels")
+    assert_one_line_exit_2(in_process(capsys, "estimate", spec), "--shape")

@@ -84,6 +84,7 @@ from typing import Any
 from ..ops.opaque import OpaqueOpError
 from .aten import RULES
 from .capture import (
+    MetaModelError,
     TorchImportError,
     TorchMissingError,
     as_tuple,
@@ -92,15 +93,24 @@ from .capture import (
     require_torch,
 )
 from .compare import StepCheck, compare
-from .importer import ImportReport, TorchModel, convert, make_batch_fn
+from .importer import ImportReport, TorchModel, convert, convert_inference, make_batch_fn
 
-__all__ = ["ImportReport", "OpaqueOpError", "StepCheck", "TorchImportError",
+__all__ = ["ImportReport", "MetaModelError", "OpaqueOpError", "StepCheck", "TorchImportError",
            "TorchMissingError", "TorchModel", "compare", "from_torch", "report"]
 
 
-def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
+def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any] | None, *,
                targets: Any = (), lr: float = 0.1, name: str | None = None) -> TorchModel:
     """Import one SGD training step of a PyTorch `module` as a minigraph model.
+
+    `loss_fn=None` imports inference instead (GE's setting): the forward pass alone, in
+    eval mode (the module's mode is restored after), outputs the module's outputs, no
+    backward, no update; `model.loss` names the first output and `model.params` is empty
+    (the weights are still the graph's parameters, fed as in training).
+
+    A module and inputs on PyTorch's `meta` device import from shapes alone: nothing is
+    allocated and no kernel runs; the graph plans and simulates to exactly the bytes of the
+    real import, and running it raises `MetaModelError` (a meta model has no values).
 
     The step is `loss = loss_fn(module(*example_inputs), *targets)`, then the gradients of
     every trainable parameter, then `p_new = p - lr * grad`. Graph inputs are named "x"
@@ -114,6 +124,8 @@ def from_torch(module: Any, example_inputs: Any, loss_fn: Callable[..., Any], *,
     if not isinstance(lr, (int, float)) or isinstance(lr, bool):
         raise TorchImportError(f"from_torch: lr must be a number, not {lr!r}")
     label = name or f"torch_{type(module).__name__.lower()}"
+    if loss_fn is None:
+        return _inference(torch, module, inputs, targs, label)
     cap, first = _captured(torch, module, inputs, loss_fn, targs, label, float(lr))
     make_batch = make_batch_fn(cap)
 
@@ -145,6 +157,39 @@ def _captured(torch: Any, module: Any, inputs: tuple, loss_fn: Callable[..., Any
             break
         keep -= redo
     return cap, {lr: done}
+
+
+def _inference(torch: Any, module: Any, inputs: tuple, targets: tuple,
+               label: str) -> TorchModel:
+    """`from_torch(..., loss_fn=None)`: the forward pass in eval mode, imported."""
+    if targets:
+        raise TorchImportError("from_torch: targets are read by loss_fn; with loss_fn=None "
+                               "(inference) pass none")
+    if not isinstance(module, torch.nn.Module):
+        raise TorchImportError(f"from_torch: module must be a torch.nn.Module, not "
+                               f"{type(module).__name__}")
+    modes = {m: m.training for m in module.modules()}
+    module.eval()
+    try:
+        keep = set(RULES)
+        table = {op.name().split("::")[-1].split(".")[0]
+                 for op in decompositions(torch, lambda op: False)}
+        for _ in range(3):      # as _captured: an op kept whole that its rule refuses
+            cap = capture(module, inputs, None, (), keep=keep.__contains__)
+            graph, out, _, rep = convert_inference(cap, torch, 0.0, label,
+                                                   type(module).__name__)
+            redo = {aten.split(".")[1] for _, aten, _ in rep.opaque} & keep & table
+            if not redo:
+                break
+            keep -= redo
+    finally:
+        for m, mode in modes.items():
+            m.train(mode)
+    desc = f"PyTorch {type(module).__name__} imported for inference (forward only)"
+    model = TorchModel(label, graph, out, (), 0.0, make_batch_fn(cap), desc,
+                       {"mode": "inference", "import_report": rep}, None, rep)
+    model.rebuild = lambda lr: model
+    return model
 
 
 def report(model: TorchModel) -> ImportReport:

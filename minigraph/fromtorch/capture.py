@@ -27,6 +27,28 @@ class TorchMissingError(TorchImportError, ImportError):
     """PyTorch is not installed (it is the optional extra `minigraph[torch]`)."""
 
 
+class MetaModelError(MinigraphError):
+    """A model imported from PyTorch's `meta` device has shapes and dtypes, no values: it
+    plans and simulates, it does not run."""
+
+
+class MetaValue:
+    """The value of a tensor of a meta-device import: its shape and dtype only. Reading it
+    as an array (an executor uploading a constant, `init_params`) raises MetaModelError."""
+
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise MetaModelError(f"{self.name} comes from a model on PyTorch's meta device: it has "
+                             "a shape and a dtype but no values, so the graph plans and "
+                             "simulates but cannot run; import the module with real weights "
+                             "to run it")
+
+    def __repr__(self) -> str:
+        return f"<no value: {self.name} {list(self.shape)} {self.dtype}>"
+
+
 def require_torch() -> Any:
     """The `torch` module, or TorchMissingError saying how to install it."""
     try:
@@ -142,7 +164,8 @@ def decompositions(torch: Any, keep: Any) -> dict:
             if not keep(op.name().split("::")[-1].split(".")[0])}
 
 
-def _trace(torch: Any, step: Any, args: tuple, keep: Any) -> tuple[Any, Any, list[str]]:
+def _trace(torch: Any, step: Any, args: tuple, keep: Any,
+           joint: bool = True) -> tuple[Any, Any, list[str]]:
     """aot_export_module's joint graph; a parameter the loss does not use is frozen for the
     trace (PyTorch refuses a parameter without a gradient). Returns the unused names too.
     oneDNN is off while tracing: with it, `nn.LSTM` becomes one fused kernel
@@ -154,9 +177,15 @@ def _trace(torch: Any, step: Any, args: tuple, keep: Any) -> tuple[Any, Any, lis
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with torch.backends.mkldnn.flags(enabled=False):
+                if not joint:                  # inference: the forward graph alone
+                    with torch.no_grad():
+                        return aot_export_module(step, args, trace_joint=False,
+                                                 decompositions=table)
                 return aot_export_module(step, args, trace_joint=True, output_loss_index=0,
                                          decompositions=table)
     table = decompositions(torch, keep)
+    if not joint:
+        return (*export(), [])
     try:
         return (*export(), [])
     except AssertionError as e:
@@ -176,10 +205,11 @@ def _trace(torch: Any, step: Any, args: tuple, keep: Any) -> tuple[Any, Any, lis
             p.requires_grad_(True)
 
 
-def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
+def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | None,
             targets: Sequence[Any], keep: Callable[[str], bool] = lambda op: False) -> Captured:
     """Trace one training step of `module` into AOTAutograd's joint graph, composite ops
-    decomposed by PyTorch's table except those `keep` names (see `decompositions`)."""
+    decomposed by PyTorch's table except those `keep` names (see `decompositions`).
+    `loss_fn=None`: the forward pass alone (inference), its outputs the module's."""
     torch = require_torch()
     if not isinstance(module, torch.nn.Module):
         raise TorchImportError(f"from_torch: module must be a torch.nn.Module, not "
@@ -199,13 +229,18 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
                 out = torch.func.functional_call(self.m, ps, args[:k])
             else:
                 out = self.m(*args[:k])
+            if loss_fn is None:
+                return tuple(torch.utils._pytree.tree_leaves(out))
             return (loss_fn(out, *args[k:]),)
 
     step = _Step()
     args = tuple(inputs) + tuple(targets)
+    meta = any(t.is_meta for t in (*args, *module.parameters(), *module.buffers()))
+    restore = _faked(torch, module) if meta else []
+    traced = tuple(_fake_like(torch, restore, t) for t in args) if meta else args
     try:
         try:
-            gm, sig, unused = _trace(torch, step, args, keep)
+            gm, sig, unused = _trace(torch, step, traced, keep, loss_fn is not None)
         except AssertionError as e:
             # Two parameters whose gradients are one node (`x * (a + b)`): AOTAutograd's
             # signature maps gradient names to parameters and loses one. Reading each
@@ -213,18 +248,28 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
             if "gradients_to_parameters" not in str(e):
                 raise
             step.views = True
-            gm, sig, unused = _trace(torch, step, args, keep)
+            gm, sig, unused = _trace(torch, step, traced, keep)
     except TorchImportError:
         raise
     except Exception as e:
-        if "convert all Tensors to FakeTensors" in str(e):
+        if meta and "meta" in str(e).lower():
+            first = str(e).strip().splitlines()[0][:200]
+            raise TorchImportError(
+                f"{type(module).__name__} cannot be traced from shapes alone (on PyTorch's "
+                f"meta device; inputs of shape {_shapes(inputs)}): {type(e).__name__}: "
+                f"{first}") from e
+        if "convert all Tensors to FakeTensors" in str(e) and not meta:
             raise _outside_tensor_error(torch, module, e) from e
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        what = "forward pass" if loss_fn is None else "training step"
         raise TorchImportError(
-            f"PyTorch could not capture the training step of {type(module).__name__} "
+            f"PyTorch could not capture the {what} of {type(module).__name__} "
+            f"on inputs of shape {_shapes(inputs)} "
             f"({type(e).__name__}: {first[:300]}). Check that the step runs in PyTorch; "
             "data-dependent control flow or shapes, a loss that is not a scalar, or an op "
             "PyTorch cannot trace cannot be imported") from e
+    finally:
+        _restore(restore)
     if sig.user_inputs_to_mutate or getattr(sig, "parameters_to_mutate", None):
         raise TorchImportError(f"{type(module).__name__} writes in place into its inputs or "
                                "parameters during the step; the import cannot keep that")
@@ -239,18 +284,72 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any],
         tied_to = first.setdefault(id(named[full]), ph)
         if tied_to != ph:
             tied[ph] = tied_to
-        values[ph] = named[full].detach()
+        values[ph] = _shape_only(named[full].detach()) if meta else named[full].detach()
         names[ph] = _name(full)
         kinds[ph] = "param" if ph in sig.inputs_to_parameters else "buffer"
     user = _input_names("x", k) + _input_names("y", len(targets))
     for ph, name, value in zip(sig.user_inputs, user, args):
-        values[ph], names[ph], kinds[ph] = value.detach(), name, "input"
+        values[ph] = _shape_only(value.detach()) if meta else value.detach()
+        names[ph], kinds[ph] = name, "input"
     clash = {v for v in names.values() if list(names.values()).count(v) > 1}
     if clash:
         raise TorchImportError(f"two tensors of {type(module).__name__} would both be named "
                                f"{sorted(clash)[0]!r} in minigraph; rename one")
     _check_generated_names(type(module).__name__, names, kinds)
     return Captured(gm, sig, values, names, kinds, tied, [_name(u) for u in unused])
+
+
+def _shapes(inputs: Sequence[Any]) -> str:
+    """`2x3x8, 2` for the shapes of the step's inputs, as an error names them."""
+    return ", ".join("x".join(map(str, t.shape)) or "scalar" for t in inputs)
+
+
+def _shape_only(t: Any) -> Any:
+    """A meta tensor of `t`'s shape and dtype (no values read, none allocated)."""
+    return t if t.is_meta else t.to("meta")
+
+
+def _fake_like(torch: Any, restore: list, t: Any) -> Any:
+    """A fake CPU tensor of `t`'s shape and dtype, in the mode `_faked` made."""
+    mode = restore[0][2] if restore else _fake_mode(torch)
+    with mode:
+        return torch.empty(tuple(t.shape), dtype=t.dtype, device="cpu")
+
+
+def _fake_mode(torch: Any) -> Any:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    return FakeTensorMode()
+
+
+def _faked(torch: Any, module: Any) -> list:
+    """Swap every parameter and buffer of `module` for a fake CPU tensor of its shape and
+    dtype, for a module on PyTorch's meta device: AOTAutograd's joint trace does not take
+    meta parameters (it loses their gradients), fake CPU tensors trace as real ones do and
+    hold no storage. Returns what `_restore` puts back (the first entry carries the mode)."""
+    mode = _fake_mode(torch)
+    swapped, done = [], {}
+    for m in module.modules():
+        for table in (m._parameters, m._buffers):
+            for k, v in list(table.items()):
+                if v is None:
+                    continue
+                if id(v) not in done:          # a tied weight stays one tensor
+                    with mode:
+                        f = torch.empty(tuple(v.shape), dtype=v.dtype, device="cpu")
+                    if isinstance(v, torch.nn.Parameter):
+                        f = torch.nn.Parameter(f, requires_grad=v.requires_grad)
+                    done[id(v)] = f
+                swapped.append((table, k, mode, v))
+                table[k] = done[id(v)]
+    if not swapped:
+        swapped.append(({}, None, mode, None))
+    return swapped
+
+
+def _restore(swapped: list) -> None:
+    for table, k, _, v in reversed(swapped):
+        if k is not None:
+            table[k] = v
 
 
 def _name(full: str) -> str:

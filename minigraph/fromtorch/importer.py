@@ -25,9 +25,10 @@ from ..ops.opaque import opaque
 from . import aten_more  # noqa: F401  (registers the rules of aten_more.py)
 from .aten import RULES, Dropped, PoolIndices, Unmapped, is_view, unhonoured
 from .aten_core import SEEDED  # (importing it registers the rules of aten_core.py)
-from .capture import Captured, TorchImportError
+from .capture import Captured, MetaModelError, MetaValue, TorchImportError
 
 _FLOATS = ("float16", "float32", "float64")
+_META_KEEP = 1 << 20      # a meta import keeps the values of constants below 1 MiB only
 _COPIES = ("reshape", "transpose", "broadcast_to", "getitem")   # what ATen views become
 _RANDOM = {"native_dropout", "dropout", "bernoulli", "rand", "randn", "rand_like", "randn_like",
            "randint", "randint_like", "randperm", "uniform", "normal", "multinomial",
@@ -137,6 +138,7 @@ class Converter:
         self._count: dict[str, int] = {}
         self.examples: dict[str, np.ndarray] = {}   # input name -> the example batch's value
         self.stash: dict[int, Any] = {}   # id(tensor) -> what a later rule reads beside it
+        self.meta = any(v.is_meta for v in cap.values.values())   # an import from shapes
 
     # What rules read ---------------------------------------------------------------------
     def short(self, n: Any) -> str:
@@ -184,8 +186,9 @@ class Converter:
 
     def example(self, t: Tensor) -> np.ndarray | None:
         """The value `t` has in the example step: a constant's, or an input's example batch
-        (labels, say); None for anything computed."""
-        return t.value if t.kind == "const" else self.examples.get(t.name)
+        (labels, say); None for anything computed, and for a meta-device import's."""
+        v = t.value if t.kind == "const" else self.examples.get(t.name)
+        return None if isinstance(v, MetaValue) else v
 
     def specs(self, n: Any) -> list:
         val = n.meta.get("val")
@@ -211,17 +214,24 @@ class Converter:
                 continue
             name, value, kind = cap.names[n.name], cap.values[n.name], cap.kinds[n.name]
             dtype = _np_dtype(value.dtype, name)
-            arr = value.cpu().numpy()
+            shape = tuple(value.shape)
+            arr = None if value.is_meta else value.cpu().numpy()
             if kind == "input":
-                self.env[n] = input(name, arr.shape, dtype)
-                self.examples[name] = arr
+                self.env[n] = input(name, shape, dtype)
+                if arr is not None:
+                    self.examples[name] = arr
             elif kind == "param" and name not in frozen:
                 if dtype not in _FLOATS:
                     raise TorchImportError(f"parameter {name} has dtype {dtype}; only "
                                            "floating parameters train")
-                self.env[n] = param(name, arr.shape, init=arr.copy(), dtype=dtype)
+                if arr is None:                 # a meta weight: init reads raise
+                    self.env[n] = t = param(name, shape, init="zeros", dtype=dtype)
+                    t.init = (MetaValue(name, shape, dtype), None)
+                else:
+                    self.env[n] = param(name, shape, init=arr.copy(), dtype=dtype)
             else:
-                self.env[n] = constant(arr.copy(), name=name, dtype=dtype)
+                self.env[n] = valueless(shape, dtype, name) if arr is None else \
+                    constant(arr.copy(), name=name, dtype=dtype)
 
     def _lifted(self, n: Any) -> Tensor:
         value: Any = self.cap.gm
@@ -231,6 +241,8 @@ class Converter:
             raise TorchImportError(f"node {n.name} reads {n.target}, a "
                                    f"{type(value).__name__}, not a tensor")
         name = str(n.target).strip("_").replace(".", "_")
+        if value.is_meta:
+            return valueless(tuple(value.shape), _np_dtype(value.dtype, name), name)
         arr = value.detach().cpu().numpy()
         return constant(arr.copy(), name=name, dtype=_np_dtype(value.dtype, name))
 
@@ -240,7 +252,11 @@ class Converter:
             return
         self._refuse(n)
         with node_role(role):
-            self.env[n] = self._convert(n)
+            self.env[n] = out = self._convert(n)
+        if self.meta:        # a large constant a rule made (`full`): its shape, not its value
+            for t in out if isinstance(out, tuple) else (out,):
+                if isinstance(t, Tensor) and t.kind == "const" and t.nbytes >= _META_KEEP:
+                    t.value = MetaValue(t.name, t.shape, str(t.dtype))
 
     def _refuse(self, n: Any) -> None:
         torch = self.torch
@@ -306,15 +322,21 @@ class Converter:
     def _fold(self, n: Any) -> Any:
         """The node's value, computed by PyTorch from constant inputs: constants again."""
         torch = self.torch
+        meta = any(isinstance(self.env[a].value, MetaValue) for a in n.all_input_nodes)
 
         def real(a):
-            return torch.from_numpy(np.array(self.env[a].value)) \
-                if isinstance(a, torch.fx.Node) else a
+            if not isinstance(a, torch.fx.Node):
+                return a
+            t = self.env[a]
+            return torch.empty(t.shape, dtype=getattr(torch, str(t.dtype)), device="meta") if meta \
+                else torch.from_numpy(np.array(t.value))
         out = n.target(*torch.fx.node.map_arg(n.args, real),
                        **torch.fx.node.map_arg(n.kwargs, real))
         self.report.mapped["(constant)"] = self.report.mapped.get("(constant)", 0) + 1
 
         def const(v):
+            if v.is_meta:                  # computed from values a meta model lacks
+                return valueless(tuple(v.shape), _np_dtype(v.dtype, n.name))
             arr = v.detach().cpu().numpy()
             return constant(arr.copy(), dtype=_np_dtype(v.dtype, n.name))
         return tuple(const(v) for v in out) if isinstance(out, (tuple, list)) else const(out)
@@ -380,6 +402,14 @@ class Converter:
             return int(fc.get_total_flops())
         except Exception:            # an op the meta device cannot run: no count
             return 0
+
+
+def valueless(shape: tuple[int, ...], dtype: str, name: str | None = None) -> Tensor:
+    """A constant of a meta-device import: its shape and dtype, its value a `MetaValue`
+    (nothing allocated; an executor reading it raises MetaModelError)."""
+    t = constant(np.zeros((), dtype), name=name, dtype=dtype)
+    t.shape, t.value = tuple(shape), MetaValue(t.name, tuple(shape), dtype)
+    return t
 
 
 def _random_advice(short: str) -> str:
@@ -454,6 +484,47 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
     return g, loss.name, tuple(trained), report
 
 
+def convert_inference(cap: Captured, torch: Any, lr: float, name: str,
+                      module: str) -> tuple[Graph, str, tuple[str, ...], ImportReport]:
+    """The minigraph forward graph of a captured forward pass (`from_torch(...,
+    loss_fn=None)`): outputs the module's outputs, no backward, no update. The weights stay
+    parameters (fed, like the training step's), so every planner accounts as it does for
+    training; the first output stands where the loss does."""
+    sig, graph = cap.signature, cap.gm.graph
+    by_name = {n.name: n for n in graph.nodes}
+    outs_fx = [by_name[o] for o in sig.user_outputs]
+    if not outs_fx:
+        raise TorchImportError(f"{module} returns no tensor: nothing to import")
+    report = ImportReport(module)
+    report.constants = [cap.names[ph] for ph in sig.inputs_to_buffers]
+    report.notes.append("inference: the forward pass alone (eval mode), no backward, "
+                        "no update")
+    kept = _ancestors(outs_fx)
+    with name_scope():
+        c = Converter(cap, torch, report)
+        c.leaves(set())
+        for n in graph.nodes:
+            if n.op == "call_function" and n in kept:
+                c.node(n, "forward")
+                if n.target is not operator.getitem:
+                    report.aten_nodes += 1
+                    report.torch_flops += c.torch_flops(n)
+        outs = []
+        for o in outs_fx:
+            t = c.env[o]
+            if not isinstance(t, Tensor) or t.call is None:
+                raise TorchImportError(f"{module}: output {o.name} is not computed by the "
+                                       "forward pass (an input or a weight passed through)")
+            if t not in outs:
+                outs.append(t)
+        g = Graph(outs, name=name)
+    report.constants = [b for b in report.constants if b in g.tensors]
+    report.graph_flops = g.flops()
+    live = [t for t in c.views if t.name in g.tensors and g.tensors[t.name].producer]
+    report.view_copies = (len(live), sum(t.nbytes for t in live))
+    return g, outs[0].name, (), report
+
+
 def _summed(grads: list[Tensor]) -> Tensor:
     """A parameter's gradient: the sum over the names it is read under."""
     total = grads[0]
@@ -476,6 +547,14 @@ def make_batch_fn(cap: Captured) -> Callable[[int], dict[str, np.ndarray]]:
     dtypes (floats N(0, 1), integers in [0, the largest example value])."""
     for ph in cap.values:
         _np_dtype(cap.values[ph].dtype, cap.names[ph])      # refuse what NumPy lacks first
+    meta = [cap.names[ph] for ph, k in cap.kinds.items()
+            if k == "input" and cap.values[ph].is_meta]
+    if meta:
+        def no_batch(seed: int = 0) -> dict[str, np.ndarray]:
+            raise MetaModelError(f"input {meta[0]} comes from PyTorch's meta device: a meta "
+                                 "model has shapes, no values, so it has no batch to run; "
+                                 "it plans and simulates")
+        return no_batch
     example = {cap.names[ph]: cap.values[ph].cpu().numpy().copy()
                for ph, k in cap.kinds.items() if k == "input"}
 
