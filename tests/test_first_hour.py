@@ -125,7 +125,7 @@ def test_a_signal_ends_jupyterlab_and_its_kernels(tmp_path, signum) -> None:
             seen["argv"][-5:-1] == ["--no-browser", "--port", "8899", "--ip=0.0.0.0"], seen
         proc.send_signal(signum)
         assert proc.wait(timeout=60) == 128 + signum, proc.communicate()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60     # a hang guard, not a speed target
         while not (_gone(seen["server"]) and _gone(seen["kernel"])):
             assert time.monotonic() < deadline, f"left behind: {seen}"
             time.sleep(0.1)
@@ -142,7 +142,7 @@ def test_a_server_that_ignores_sigterm_is_killed_after_the_grace(tmp_path) -> No
     seen = _wait_for(pids, proc)
     cli.stop_process_tree(proc, grace=0.5)
     assert proc.returncode == -signal.SIGKILL
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60     # a hang guard, not a speed target
     while not _gone(seen["kernel"]):
         assert time.monotonic() < deadline, f"kernel left behind: {seen}"
         time.sleep(0.1)
