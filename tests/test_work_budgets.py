@@ -111,3 +111,23 @@ def test_a_2000_node_chain_planned_with_a_tiny_limit_is_no_worse_than_best_fit()
         report = plan_memory(graph, MemoryOptions(planner=planner, alignment=1,
                                                   planner_args={"time_limit": 1e-3}))
         assert report.arena_bytes <= fit, report.plan.note
+
+
+@pytest.mark.parametrize(("planner", "rate", "budget"), [
+    ("search", "TABLE_ENTRIES_PER_SECOND", {"time_limit": 600.0, "node_limit": 3000}),
+    ("anneal", "PAIRS_PER_SECOND", {"time_limit": 600.0, "iterations": 300, "seed": 1}),
+])
+def test_under_a_work_budget_whether_to_build_the_tables_does_not_read_the_clock(
+        monkeypatch, planner, rate, budget):
+    """The tables (overlap lists) are built or refused by their size alone when a work
+    budget is given: a machine that seems to build them a million times slower (the rate
+    that turns the time left into entries) plans the same offsets with the same note."""
+    from minigraph.memory.planners.engine import anneal, search
+    module = {"search": search, "anneal": anneal}[planner]
+    bufs = challenge_instance(60, seed=1)
+    quiet = plan_buffers(bufs, planner, 1, **budget)[1]
+    monkeypatch.setattr(module, rate, 1)
+    slow = plan_buffers(bufs, planner, 1, **budget)[1]
+    assert slow.offsets == quiet.offsets
+    assert _without_seconds(slow.note) == _without_seconds(quiet.note)
+    assert "would hold" not in slow.note

@@ -37,6 +37,9 @@ from .heuristics import plain_offsets
 # Overlap-list entries built per second, a conservative rate (a slow machine builds them
 # several times faster), to refuse lists the time left cannot hold.
 PAIRS_PER_SECOND = 1_000_000
+# With `iterations` (a work budget) the choice may not depend on the clock: the lists are
+# built up to this many entries, what a 60 s limit allows at the rate above.
+MAX_ENTRIES = 30_000_000
 
 
 def timed_overlap_lists(items: Sequence[Buffer], deadline: Deadline = NEVER
@@ -79,7 +82,11 @@ def plan_anneal(buffers: Sequence[Buffer], *, seed: int = 0, iterations: int | N
         if max(o + b.size for o, b in zip(start_off, items)) <= lower:
             raise OutOfTime("optimal: it meets the theoretical minimum")
         entries = 2 * overlapping_pairs(items)
-        if time_limit is not None and entries > PAIRS_PER_SECOND * deadline.left() / 2:
+        if iterations is not None and entries > MAX_ENTRIES:
+            raise OutOfTime(f"its overlap lists would hold {entries:,} entries, more than "
+                            f"the {MAX_ENTRIES:,} a work budget builds")
+        if iterations is None and time_limit is not None and \
+                entries > PAIRS_PER_SECOND * deadline.left() / 2:
             raise OutOfTime(f"its overlap lists would hold {entries:,} entries, more than "
                             f"{deadline.left():.1f} s left allow")
         order = Decoding(items, perm, timed_overlap_lists(items, deadline))

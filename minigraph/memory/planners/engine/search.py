@@ -261,7 +261,7 @@ def searched(buffers: Sequence[Buffer], time_limit: float | None, node_limit: in
         if best <= lower:   # optimal already: no need to build the search's tables
             problem = _Solved(lower)
         else:
-            too_big(items, deadline)
+            too_big(items, deadline, node_limit)
             problem = Problem(items, deadline)
     except OutOfTime as stop:
         if not cut:         # at scale: no tables, but the time left goes to repair
@@ -392,6 +392,10 @@ def start_plan(items: Sequence[Buffer], lower: int, deadline: Deadline
 # The search's tables (overlap lists, section members) are built at about this many
 # entries a second, measured on this machine with room to spare.
 TABLE_ENTRIES_PER_SECOND = 1_000_000
+# With a work budget the choice may not depend on the clock (the same budget, the same
+# plan, at any load): the tables are built up to this many entries (about 0.5 GB of
+# Python lists), what a 60 s limit allows at the rate above.
+TABLE_ENTRIES_MAX = 30_000_000
 
 
 def table_entries(items: Sequence[Buffer]) -> int:
@@ -403,11 +407,18 @@ def table_entries(items: Sequence[Buffer]) -> int:
     return 2 * overlapping_pairs(items) + spans
 
 
-def too_big(items: Sequence[Buffer], deadline: Deadline) -> None:
+def too_big(items: Sequence[Buffer], deadline: Deadline, node_limit: int | None = None
+            ) -> None:
     """OutOfTime when the search's tables would take more than half the time left (the
-    other half is for the search itself)."""
+    other half is for the search itself); with a `node_limit`, when they would hold more
+    than TABLE_ENTRIES_MAX entries, whatever the clock says (a wall-clock cap beside the
+    budget still stops the building itself)."""
     entries = table_entries(items)
-    if entries > TABLE_ENTRIES_PER_SECOND * deadline.left() / 2:
+    if node_limit is not None:
+        if entries > TABLE_ENTRIES_MAX:
+            raise OutOfTime(f"the search's tables would hold {entries:,} entries, more "
+                            f"than the {TABLE_ENTRIES_MAX:,} a work budget builds")
+    elif entries > TABLE_ENTRIES_PER_SECOND * deadline.left() / 2:
         raise OutOfTime(f"the search's tables would hold {entries:,} entries, more than "
                         f"{deadline.left():.1f} s left allow")
 
