@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -277,69 +278,78 @@ def _shut_down_kernels(page, name: str) -> None:
 ZOO = ("mlp", "cnn", "resnet", "resnet50", "transformer", "lstm", "unet", "densenet")
 
 
+@contextmanager
+def _widget_page(lab: str, name: str, source: str, height: int, failure: str):
+    """A notebook `name` holding `source`, opened and run in JupyterLab in a headless
+    Chromium: yields the page and the first memory widget; on a failure the whole page
+    is saved as `failure`; the kernel is shut down and the browser closed either way."""
+    from playwright.sync_api import expect, sync_playwright
+
+    _notebook(LAB_ROOT[0] / name, source)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": height})
+        page.set_default_timeout(WAIT_MS)
+        expect.set_options(timeout=WAIT_MS)
+        try:
+            _run_all(page, f"{lab}/lab/tree/{name}?reset")
+            yield page, page.locator(".mg-memory-widget").first
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / failure), full_page=True)
+            raise
+        finally:
+            _shut_down_kernels(page, name)
+            browser.close()
+
+
 @pytest.mark.parametrize("model", ZOO)
 def test_widget_with_dtr_finishes_on_every_zoo_model_at_its_default_budget(
         lab: str, model: str) -> None:
     """DTR on, the model chosen in the page: the run at the slider's default budget
     finishes (no "thrashed", no "below smallest budget"), the busy bar showed meanwhile,
     and the headline wraps inside the widget rather than being cut."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     from minigraph.models import MODELS
     assert set(ZOO) == set(MODELS), "the zoo changed: update ZOO"
-    name = f"widget_{model}.ipynb"
-    _notebook(LAB_ROOT[0] / name, "import minigraph as mg\n"
-                                  "w = mg.memory_widget('mlp', dtr=True)\nw")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 2600})
-        page.set_default_timeout(WAIT_MS)
-        expect.set_options(timeout=WAIT_MS)
-        try:
-            _run_all(page, f"{lab}/lab/tree/{name}?reset")
-            widget = page.locator(".mg-memory-widget").first
-            caption = widget.locator(".mg-caption")
-            expect(caption).to_contain_text("mlp, batch 8:", timeout=WAIT_MS)
-            if model != "mlp":
-                # Watch the busy class from now on: it must show while the model changes.
-                widget.evaluate("""el => { window.mgBusySeen = false;
-                    new MutationObserver(() => { if (el.classList.contains('mg-busy'))
-                        window.mgBusySeen = true; })
-                    .observe(el, {attributes: true, attributeFilter: ['class']}); }""")
-                widget.locator(".mg-control-model select").select_option(model)
-                expect(caption).to_contain_text(f"{model}, batch 8:", timeout=WAIT_MS)
-                expect(widget).not_to_have_class(re.compile("mg-busy"), timeout=WAIT_MS)
-                assert page.evaluate("window.mgBusySeen"), "no busy bar while switching"
-            headline = widget.locator(".mg-headline")
-            expect(headline).to_contain_text("DTR at")
-            text = headline.inner_text()
-            assert "compute x" in text, text
-            assert "thrashed" not in text and "below smallest budget" not in text, text
-            assert widget.locator(".mg-message").inner_text().strip() == ""
-            assert page.get_by_text("Error displaying widget").count() == 0
-            for plot in ("timeline", "layout", "comparison", "dtr"):
-                img = widget.locator(f"img.mg-plot-{plot}")
-                expect(img).to_be_visible()
-                assert img.evaluate("e => e.naturalWidth") > 100, f"{plot} image is empty"
-            # The headline wraps: nothing hidden to the right, inside the widget's width.
-            box = headline.evaluate("""e => { const r = e.getBoundingClientRect();
-                const c = e.closest('.mg-memory-widget').getBoundingClientRect();
-                return {sw: e.scrollWidth, cw: e.clientWidth, right: r.right,
-                        limit: c.right}; }""")
-            assert box["sw"] <= box["cw"] + 1 and box["right"] <= box["limit"] + 1, box
-            widget.scroll_into_view_if_needed()
-            page.wait_for_timeout(500)         # let the browser paint the new images
-            widget.screenshot(path=str(ARTIFACTS / f"widget-{model}.png"))
-            if os.environ.get("MINIGRAPH_UPDATE_SCREENSHOTS"):
-                widget.screenshot(path=str(ROOT / "docs" / f"widget-{model}.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / f"widget-{model}-failure.png"),
-                            full_page=True)
-            raise
-        finally:
-            _shut_down_kernels(page, name)
-            browser.close()
+    with _widget_page(lab, f"widget_{model}.ipynb",
+                      "import minigraph as mg\nw = mg.memory_widget('mlp', dtr=True)\nw",
+                      2600, f"widget-{model}-failure.png") as (page, widget):
+        caption = widget.locator(".mg-caption")
+        expect(caption).to_contain_text("mlp, batch 8:", timeout=WAIT_MS)
+        if model != "mlp":
+            # Watch the busy class from now on: it must show while the model changes.
+            widget.evaluate("""el => { window.mgBusySeen = false;
+                new MutationObserver(() => { if (el.classList.contains('mg-busy'))
+                    window.mgBusySeen = true; })
+                .observe(el, {attributes: true, attributeFilter: ['class']}); }""")
+            widget.locator(".mg-control-model select").select_option(model)
+            expect(caption).to_contain_text(f"{model}, batch 8:", timeout=WAIT_MS)
+            expect(widget).not_to_have_class(re.compile("mg-busy"), timeout=WAIT_MS)
+            assert page.evaluate("window.mgBusySeen"), "no busy bar while switching"
+        headline = widget.locator(".mg-headline")
+        expect(headline).to_contain_text("DTR at")
+        text = headline.inner_text()
+        assert "compute x" in text, text
+        assert "thrashed" not in text and "below smallest budget" not in text, text
+        assert widget.locator(".mg-message").inner_text().strip() == ""
+        assert page.get_by_text("Error displaying widget").count() == 0
+        for plot in ("timeline", "layout", "comparison", "dtr"):
+            img = widget.locator(f"img.mg-plot-{plot}")
+            expect(img).to_be_visible()
+            assert img.evaluate("e => e.naturalWidth") > 100, f"{plot} image is empty"
+        # The headline wraps: nothing hidden to the right, inside the widget's width.
+        box = headline.evaluate("""e => { const r = e.getBoundingClientRect();
+            const c = e.closest('.mg-memory-widget').getBoundingClientRect();
+            return {sw: e.scrollWidth, cw: e.clientWidth, right: r.right,
+                    limit: c.right}; }""")
+        assert box["sw"] <= box["cw"] + 1 and box["right"] <= box["limit"] + 1, box
+        widget.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)         # let the browser paint the new images
+        widget.screenshot(path=str(ARTIFACTS / f"widget-{model}.png"))
+        if os.environ.get("MINIGRAPH_UPDATE_SCREENSHOTS"):
+            widget.screenshot(path=str(ROOT / "docs" / f"widget-{model}.png"))
 
 
 def test_widget_names_its_techniques_explains_a_dead_toggle_and_fits_its_cell(
@@ -347,45 +357,30 @@ def test_widget_names_its_techniques_explains_a_dead_toggle_and_fits_its_cell(
     """Issue 51: the headline says which techniques are on; switching in-place off on a
     model where it saves nothing says why, in the page; and at a narrow window the widget
     stays inside its output area (the left edge was clipped), nothing scrolled sideways."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    name = "widget_first_hour.ipynb"
-    _notebook(LAB_ROOT[0] / name, "import minigraph as mg\n"
-                                  "w = mg.memory_widget('mlp', batch=1, planner='ge')\nw")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 2400})
-        page.set_default_timeout(WAIT_MS)
-        expect.set_options(timeout=WAIT_MS)
-        try:
-            _run_all(page, f"{lab}/lab/tree/{name}?reset")
-            widget = page.locator(".mg-memory-widget").first
-            headline = widget.locator(".mg-headline")
-            expect(headline).to_contain_text("on: ge, in-place (last reader), order program",
-                                             timeout=WAIT_MS)
-            expect(headline).to_contain_text("in-place saves nothing on this model")
-            widget.locator(".mg-control-inplace select").select_option(label="off")
-            expect(headline).to_contain_text("on: ge, order program", timeout=WAIT_MS)
-            expect(headline).to_contain_text("in-place would save nothing on this model")
-            for width in (1300, 620):
-                page.set_viewport_size({"width": width, "height": 2400})
-                page.wait_for_timeout(1000)            # let JupyterLab lay the cell out
-                box = widget.evaluate("""e => { const r = e.getBoundingClientRect();
-                    const a = e.closest('.jp-OutputArea-output').getBoundingClientRect();
-                    return {left: r.left, right: r.right, aleft: a.left, aright: a.right,
-                            sw: e.scrollWidth, cw: e.clientWidth}; }""")
-                assert box["left"] >= box["aleft"] - 1 and box["right"] <= box["aright"] + 1, \
-                    (width, box)
-                assert box["sw"] <= box["cw"] + 1, (width, box)
-            widget.screenshot(path=str(ARTIFACTS / "widget-narrow.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "widget-first-hour-failure.png"),
-                            full_page=True)
-            raise
-        finally:
-            _shut_down_kernels(page, name)
-            browser.close()
+    with _widget_page(lab, "widget_first_hour.ipynb",
+                      "import minigraph as mg\n"
+                      "w = mg.memory_widget('mlp', batch=1, planner='ge')\nw",
+                      2400, "widget-first-hour-failure.png") as (page, widget):
+        headline = widget.locator(".mg-headline")
+        expect(headline).to_contain_text("on: ge, in-place (last reader), order program",
+                                         timeout=WAIT_MS)
+        expect(headline).to_contain_text("in-place saves nothing on this model")
+        widget.locator(".mg-control-inplace select").select_option(label="off")
+        expect(headline).to_contain_text("on: ge, order program", timeout=WAIT_MS)
+        expect(headline).to_contain_text("in-place would save nothing on this model")
+        for width in (1300, 620):
+            page.set_viewport_size({"width": width, "height": 2400})
+            page.wait_for_timeout(1000)            # let JupyterLab lay the cell out
+            box = widget.evaluate("""e => { const r = e.getBoundingClientRect();
+                const a = e.closest('.jp-OutputArea-output').getBoundingClientRect();
+                return {left: r.left, right: r.right, aleft: a.left, aright: a.right,
+                        sw: e.scrollWidth, cw: e.clientWidth}; }""")
+            assert box["left"] >= box["aleft"] - 1 and box["right"] <= box["aright"] + 1, \
+                (width, box)
+            assert box["sw"] <= box["cw"] + 1, (width, box)
+        widget.screenshot(path=str(ARTIFACTS / "widget-narrow.png"))
 
 
 def test_minigraph_lab_on_sigterm_leaves_no_jupyter_process(tmp_path) -> None:
