@@ -3,6 +3,7 @@
     python benchmarks/gpu.py                   # on a machine with an NVIDIA GPU, CuPy, torch
     python benchmarks/gpu.py --dry-run         # the same tables on NumPy, tiny sizes (no GPU)
     python benchmarks/gpu.py --json F --write  # also the rows as JSON, and RESULTS.md
+    python benchmarks/gpu.py --add-compile F   # then torch.compile's rows into F's results
 
 The measuring is `minigraph/experiments/gpu.py` (its docstring says what each column is);
 `benchmarks/gpu_run.sh` runs this on a lent GPU after the GPU tests.
@@ -18,7 +19,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import minigraph as mg  # noqa: E402
-from minigraph.experiments.gpu import DRY_SIZES, GPU_SIZES, op_profile, run, tables, targets  # noqa: E402
+from minigraph.experiments.gpu import (  # noqa: E402
+    DRY_SIZES,
+    GPU_SIZES,
+    op_profile,
+    run,
+    tables,
+    targets,
+)
+from minigraph.experiments.torch_idiomatic import bench_idiomatic  # noqa: E402
 from minigraph.files import write_text  # noqa: E402
 from minigraph.models import get_model  # noqa: E402
 
@@ -34,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="also print where the planned step's time goes, op by op")
     ap.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time torch.compile's step (its compiling takes minutes)")
+    ap.add_argument("--add-compile", metavar="JSON",
+                    help="time torch.compile's step of each model of the results in JSON, "
+                         "add the rows there (saved after each model) and print the tables")
     args = ap.parse_args(argv)
     device = "cpu" if args.dry_run else "gpu"
     if device == "gpu" and not mg.gpu_available():
@@ -41,17 +55,36 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sizes = DRY_SIZES if args.dry_run else GPU_SIZES
     repeats = 3 if args.dry_run else args.repeats
-    results = run(device, sizes, repeats, args.warmup, args.dtr_ratio, args.models.split(","))
+    if args.add_compile:
+        results = add_compile(args.add_compile, device, sizes, repeats, args.warmup)
+    else:
+        results = run(device, sizes, repeats, args.warmup, args.dtr_ratio,
+                      args.models.split(","), compile_=args.compile)
     text = tables(results) + "\n\ntargets:\n" + "\n".join(f"- {t}" for t in targets(results))
     print(text)
     if args.profile:
         print(profiles(device, sizes, args.models.split(",")))
-    if args.json:
+    if args.json and not args.add_compile:
         write_text(args.json, json.dumps(results, indent=1) + "\n")
     if args.write:
         write_results(text, "GPU (benchmarks/gpu.py)" if not args.dry_run
                       else "GPU script, dry run on NumPy (benchmarks/gpu.py --dry-run)")
     return 0
+
+
+def add_compile(path: str, device: str, sizes: dict, repeats: int, warmup: int) -> dict:
+    """torch.compile's rows, model by model, into the results saved at `path` (each saved
+    at once, so that a time limit keeps what was measured)."""
+    results = json.loads(Path(path).read_text())
+    for name, row in results["models"].items():
+        model = get_model(name, **sizes[name])
+        rows = row.setdefault("idiomatic", {}) or {}
+        rows["torch.compile"] = bench_idiomatic(model, device, "torch.compile", repeats,
+                                                warmup)
+        row["idiomatic"] = rows
+        print(f"[{name}] torch.compile: {rows['torch.compile']}", file=sys.stderr, flush=True)
+        write_text(path, json.dumps(results, indent=1) + "\n")
+    return results
 
 
 def profiles(device: str, sizes: dict, models: list[str]) -> str:

@@ -9,7 +9,9 @@
 #   suite_gpu.txt    the suite's executor tests with MINIGRAPH_DEVICE=gpu
 #   lesson08.txt     lesson 08 run as a script on the GPU (its live numbers)
 #   from_torch.md    benchmarks/from_torch.py: planned bytes beside PyTorch's CUDA peak
-#   gpu.md           benchmarks/gpu.py: the tables for RESULTS.md, then benchmarks/swap_gpu.py
+#   gpu.md           benchmarks/gpu.py: the tables for RESULTS.md (minigraph against the replay
+#                    of its graph in PyTorch and against PyTorch as a user writes it), then
+#                    benchmarks/swap_gpu.py, then the tables again with torch.compile's rows
 #   gpu_results.json the same rows, for minigraph/experiments/gpu_results.json
 #   gpu.log          the benchmark's progress, and the seconds of each phase
 #
@@ -59,7 +61,8 @@ stamp "environment"
 
 # Phase A: correctness and memory, in parallel.
 MINIGRAPH_DEVICE=gpu timeout 200 $PY -m pytest -q -rs -p no:cacheprovider \
-  --timeout 150 tests/test_gpu.py tests/test_swap_gpu.py \
+  --timeout 150 tests/test_gpu.py tests/test_swap_gpu.py tests/test_gpu_imported.py \
+  tests/test_torch_idiomatic.py \
   "tests/test_online.py::test_cupy_pool_measurement_sits_beside_its_simulation" \
   > "$OUT/gpu_tests.txt" 2>&1 &
 MINIGRAPH_DEVICE=gpu timeout 200 $PY -m pytest -q -rs -p no:cacheprovider -n 4 \
@@ -79,5 +82,9 @@ stamp "phase B (benchmarks/gpu.py) exit $?"
 # against PyTorch's save_on_cpu; appended to gpu.md (eight files at most come back).
 timeout 120 $PY benchmarks/swap_gpu.py >> "$OUT/gpu.md" 2>> "$OUT/gpu.log"
 stamp "phase C (benchmarks/swap_gpu.py) exit $?"
+# torch.compile's rows last (compiling takes minutes): each model's saved into the JSON as it
+# is measured, the tables printed again with them; a time limit keeps what was measured.
+timeout 150 $PY benchmarks/gpu.py --add-compile "$OUT/gpu_results.json" >> "$OUT/gpu.md" 2>> "$OUT/gpu.log"
+stamp "phase D (torch.compile rows) exit $?"
 tail -n 3 "$OUT"/gpu_tests.txt "$OUT"/suite_gpu.txt "$OUT"/lesson08.txt
 cat "$OUT/gpu.log"
