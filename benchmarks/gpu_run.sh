@@ -19,16 +19,23 @@
 # pool); the timed benchmark runs alone after them.
 #
 #     OUT=/tmp/out bash benchmarks/gpu_run.sh
+#     DRY_RUN=1 OUT=/tmp/out bash benchmarks/gpu_run.sh   # here, no GPU: the same phases on
+#                    NumPy at tiny sizes (the GPU tests skip), to check the script before a lease
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/minigraph-gpu}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 PY=${PYTHON:-python3}
+if [ "${DRY_RUN:-0}" = 1 ]; then DEV=cpu; DRY=--dry-run; else DEV=gpu; DRY=; fi
+# A hung GPU test fails alone where pytest-timeout is there (the GPU machine has it).
+TIMEOUT=; $PY -c "import pytest_timeout" 2>/dev/null && TIMEOUT="--timeout 150"
 start=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - start )) s] $*" >> "$OUT/gpu.log"; }
 
-{
+if [ -n "$DRY" ]; then
+  echo "dry run: no GPU, NumPy" > "$OUT/env.txt"
+else {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   $PY - <<'EOF'
 import platform, numpy, cupy, torch
@@ -57,34 +64,35 @@ except Exception as e:
     print("a step with a new batch synchronised:", type(e).__name__, e)
 EOF
 } > "$OUT/env.txt" 2>&1
+fi
 stamp "environment"
 
 # Phase A: correctness and memory, in parallel.
-MINIGRAPH_DEVICE=gpu timeout 200 $PY -m pytest -q -rs -p no:cacheprovider \
-  --timeout 150 tests/test_gpu.py tests/test_swap_gpu.py tests/test_gpu_imported.py \
+MINIGRAPH_DEVICE=$DEV timeout 200 $PY -m pytest -q -rs -p no:cacheprovider \
+  $TIMEOUT tests/test_gpu.py tests/test_swap_gpu.py tests/test_gpu_imported.py \
   tests/test_torch_idiomatic.py \
   "tests/test_online.py::test_cupy_pool_measurement_sits_beside_its_simulation" \
   > "$OUT/gpu_tests.txt" 2>&1 &
-MINIGRAPH_DEVICE=gpu timeout 200 $PY -m pytest -q -rs -p no:cacheprovider -n 4 \
+MINIGRAPH_DEVICE=$DEV timeout 200 $PY -m pytest -q -rs -p no:cacheprovider -n 4 \
   tests/test_arena.py tests/test_executor_resident.py tests/test_dtr_runtime.py \
   tests/test_plan_properties.py tests/test_inplace.py tests/test_errors.py tests/test_ops.py \
   tests/test_plan_binding.py tests/test_models.py tests/test_gradcheck.py \
   > "$OUT/suite_gpu.txt" 2>&1 &
-(cd lessons/src && MINIGRAPH_DEVICE=gpu timeout 200 $PY 08_gpu_cupy.py) > "$OUT/lesson08.txt" 2>&1 &
+(cd lessons/src && MINIGRAPH_DEVICE=$DEV timeout 200 $PY 08_gpu_cupy.py) > "$OUT/lesson08.txt" 2>&1 &
 timeout 200 $PY benchmarks/from_torch.py > "$OUT/from_torch.md" 2>&1 &
 wait
 stamp "phase A (tests, lesson 08, from_torch)"
 
 # Phase B: the timed benchmark, alone on the GPU.
-timeout 240 $PY benchmarks/gpu.py --profile --json "$OUT/gpu_results.json" > "$OUT/gpu.md" 2>> "$OUT/gpu.log"
+timeout 240 $PY benchmarks/gpu.py $DRY --profile --json "$OUT/gpu_results.json" > "$OUT/gpu.md" 2>> "$OUT/gpu.log"
 stamp "phase B (benchmarks/gpu.py) exit $?"
 # Swap on a real copy stream (the swap issue): the link measured, a swap plan's step and peak
 # against PyTorch's save_on_cpu; appended to gpu.md (eight files at most come back).
-timeout 120 $PY benchmarks/swap_gpu.py >> "$OUT/gpu.md" 2>> "$OUT/gpu.log"
+timeout 120 $PY benchmarks/swap_gpu.py $DRY >> "$OUT/gpu.md" 2>> "$OUT/gpu.log"
 stamp "phase C (benchmarks/swap_gpu.py) exit $?"
 # torch.compile's rows last (compiling takes minutes): each model's saved into the JSON as it
 # is measured, the tables printed again with them; a time limit keeps what was measured.
-timeout 150 $PY benchmarks/gpu.py --add-compile "$OUT/gpu_results.json" >> "$OUT/gpu.md" 2>> "$OUT/gpu.log"
+timeout 150 $PY benchmarks/gpu.py $DRY --add-compile "$OUT/gpu_results.json" >> "$OUT/gpu.md" 2>> "$OUT/gpu.log"
 stamp "phase D (torch.compile rows) exit $?"
 tail -n 3 "$OUT"/gpu_tests.txt "$OUT"/suite_gpu.txt "$OUT"/lesson08.txt
 cat "$OUT/gpu.log"

@@ -239,11 +239,11 @@ def test_table_entries_counts_the_tables_without_building_them():
 
 def test_a_problem_too_big_for_the_time_left_repairs_the_start_plan_and_says_so():
     from minigraph.memory.planners.engine import search
-    bufs = hard_instance(3000, 1 << 20, 6000, seed=0)
+    bufs = hard_instance(1200, 1 << 20, 2400, seed=0)
     rate = search.TABLE_ENTRIES_PER_SECOND
     search.TABLE_ENTRIES_PER_SECOND = 1        # as if the tables were built very slowly
     try:
-        with ticking() as clock:
+        with ticking(1e-3) as clock:     # each read 1 ms later: ~3,000 repair moves
             placed = plan_search(bufs, time_limit=3.0)
     finally:
         search.TABLE_ENTRIES_PER_SECOND = rate

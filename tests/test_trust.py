@@ -319,7 +319,7 @@ def test_replay_best_keeps_its_time_limit_over_the_whole_call(monkeypatch):
     with pytest.raises(TimeLimitError, match="time limit"):
         replay_best(lines, ratio=0.4, time_limit=0.3, clock=clock)
     assert within(clock, 0.3), clock.t               # it stopped soon after the limit
-    program = parse_trace(lines)
+    program = parse_trace(generated_trace("chain", 60))
     choice = replay_best(program, ratio=0.9, time_limit=1.0, clock=lambda: 0.0)  # never passes
     assert choice.label and set(choice.cut) <= {label for label, _ in choice.tried}
 
