@@ -5,14 +5,14 @@
 # real arena has *addresses*. An output of S bytes needs one free block of S bytes, and free
 # bytes scattered in holes do not add up (lesson 09's first fit). A score that does not look
 # at addresses may evict a tensor whose bytes land far from any hole, and the output still
-# does not fit: more evictions follow, each one paid for later by a recomputation. These are
+# does not fit: more evictions follow, and each may cost a recomputation later. These are
 # **fragmentation-forced evictions**: evictions made although the free bytes already
 # sufficed. There are two ways out. Choose victims by where they lie (MegEngine's score
 # counts the free bytes beside a block; Coop evicts a contiguous window), or move the
 # resident tensors together, **compaction**, so that the free bytes become one hole.
 #
 # **Source.** MegEngine's DTR [MegEngine 2021] (`get_free_left_and_right`, defragmentation
-# since v1.7), Coop's sliding window and its fragmentation measure [Zhang 2023]. The code:
+# since v1.7), Coop's sliding window over the arena [Zhang 2023]. The code:
 # `FirstFitArena` in `minigraph/memory/online/arena.py` (its `free_around` and `compact`),
 # and the engine room of `minigraph/runtime/dtr/` (`allocator.py`, `room.py`: when to
 # evict and when to compact, `DTROptions.defrag`).
