@@ -222,7 +222,9 @@ KEY: dict[str, dict[int, tuple[Any, str]]] = {
     "07": {1: (lambda: my_place, "minimal.py's loop"),
            2: (lambda: my_score, "h_DTR, with the neighbourhood's cost"),
            3: (3, "a backward op holds two inputs and its output")},
-    "07b": {1: ("s", "its free neighbours on both sides join into one block")},
+    "07b": {1: ((16.0, 5.0), "DTR-eq: classes {b, c} and {e, f}; MegEngine: only the input side, "
+                "max({b, c}, c)")},
+    "07bb": {1: ("s", "its free neighbours on both sides join into one block")},
     "07d": {1: (["matmul_6", "matmul_8"], "the greedy rule: the largest idle tensor at the "
                 "peak step, twice")},
     "08": {1: (8, "the largest itemsize among the mixed dtypes"),

@@ -8,8 +8,8 @@
 # whatever that op needs). Memory becomes compute. This lesson is DTR itself: what its
 # budget counts, the runtime in one short file, the score that picks the victim (the
 # paper's and MegEngine's), a sweep over budgets, and DTR against the static minimum.
-# Lessons 07b and 07c go beyond it (MegEngine's union-find, simrd's rules, fragmentation;
-# Coop, Checkmate, the portfolio, the default that picks its score).
+# Lessons 07b, 07bb and 07c go beyond it (MegEngine's union-find, simrd's rules;
+# fragmentation and compaction; Coop, Checkmate, the portfolio, the default score).
 #
 # **Source.** The paper is [Kirisame 2021]: *Dynamic Tensor Rematerialization*, ICLR
 # 2021; MegEngine's DTR [MegEngine 2021] for its score `eval_func` (section 5). **Read
@@ -422,4 +422,4 @@ check_answers({1: (ANSWER_1, l07.exercise_1), 2: (ANSWER_2, l07.exercise_2),
 # * Chen's checkpointing needs 2 sqrt(n) tensors on a chain (minimise k + n/k); $h_{DTR}$
 #   finds a comparable trade-off with no plan, LRU pays more.
 # * MegEngine's `eval_func` scores with the evicted neighbours' classes, the free bytes
-#   beside a block and a recompute penalty. Lessons 07b and 07c: what lies beyond.
+#   beside a block and a recompute penalty. Lessons 07b, 07bb and 07c: what lies beyond.

@@ -4,7 +4,8 @@
     python lessons/src/build.py --check    # exit 1 if a notebook is not its source's build
     python lessons/src/build.py --slides DIR   # every lesson's deck, reveal.js beside it
 
-`lessons/src/NN_name.py` (or `NNb_name.py`, a lesson between NN and NN+1) gives
+`lessons/src/NN_name.py` (or `NNb_name.py`, a lesson between NN and NN+1, or `NNbb_name.py`,
+one between NNb and NNc) gives
 `lessons/NN_name.ipynb` and `lessons/assignments/src/AN_name.py`
 gives `lessons/assignments/AN_name.ipynb`. A source is a jupytext "percent" script: `# %%`
 starts a code cell, `# %% [markdown]` a markdown cell written as comments, and
@@ -60,7 +61,8 @@ def slide_type(cell) -> str:
 def sources() -> list[Path]:
     """Every lesson and assignment source, in order."""
     return (sorted([*LESSONS.glob("src/[0-9][0-9]_*.py"),
-                    *LESSONS.glob("src/[0-9][0-9][a-z]_*.py")])
+                    *LESSONS.glob("src/[0-9][0-9][a-z]_*.py"),
+                    *LESSONS.glob("src/[0-9][0-9][a-z][a-z]_*.py")])
             + sorted(LESSONS.glob("assignments/src/A[0-9]_*.py")))
 
 
