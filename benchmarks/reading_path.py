@@ -71,7 +71,8 @@ AROUND = {
     "minigraph/backend.py": "NumPy or CuPy: named in lesson 08 beside the executor",
     "minigraph/memory/planners/joint.py": "MODeL's joint order-and-layout program: research, "
                                          "lesson 06 section 6 runs it by name",
-    "minigraph/memory/online/": "lesson 09's allocator simulators (not yet a path row)",
+    "minigraph/memory/online/": "lessons 09 and 09b's allocator simulators (not yet a path "
+                                 "row)",
     "minigraph/errors.py": "the typed errors, each read where it is raised",
     "minigraph/memory/swap_plan.py": "turns swap.py's choice into a plan the one validator "
                                      "proves: plumbing around the idea lesson 07d reads",

@@ -180,6 +180,13 @@ def best_fit_wins():
             ("alloc", "d", 2 * MiB)]
 
 
+def gmlake_stitches_a_hole():
+    """09b.1: a hole inside the segment too small for the next request: the expandable
+    segment extends its end, GMLake stitches the hole and asks only for what is missing."""
+    return [("alloc", "a", 12 * MiB), ("alloc", "b", 12 * MiB), ("alloc", "x", 12 * MiB),
+            ("free", "b"), ("alloc", "c", 13 * MiB)]
+
+
 def own_torch_model():
     """10.1: two linear layers with biases and a ReLU, cross-entropy (needs PyTorch)."""
     import torch
@@ -232,6 +239,8 @@ KEY: dict[str, dict[int, tuple[Any, str]]] = {
     "09": {1: (best_fit_wins, "best fit reserves less than first fit"),
            2: (8 * MiB + 512, "above the largest free block, within the free bytes"),
            3: (20 * MiB, "A gets a whole 20 MiB segment, B and C fit in the rest")},
+    "09b": {1: (gmlake_stitches_a_hole, "GMLake reserves less than expandable-2m"),
+            2: (40 * MiB, "two whole 20 MiB pages of the large pool")},
     "10": {1: (own_torch_model, "every op maps; minigraph's loss is PyTorch's"),
            2: (0.7, "the smallest ratio of RATIOS_2 at which DTR finishes")},
 }

@@ -22,14 +22,18 @@ slide, so a slide fits the screen when its cell does: a markdown cell of at most
 `SLIDE_MARKDOWN_LINES` lines, a code cell of at most `SLIDE_CODE_LINES`
 (tests/test_slides.py holds every lesson to it).
 
-That command loads reveal.js, jQuery and RequireJS from CDNs: in a room without a network
-the deck is an unstyled page. `--slides DIR` builds every lesson's deck into DIR with
-those three copied beside it, from the npm packages that course/slides/package.json pins
-(`npm ci --prefix course/slides` installs them, once), so the folder opens offline.
+That command loads reveal.js, jQuery, RequireJS and MathJax from CDNs: in a room without a
+network the deck is an unstyled page with its math as raw TeX. `--slides DIR` builds every
+lesson's deck into DIR with those four copied beside it, from the npm packages that
+course/slides/package.json pins (`npm ci --prefix course/slides` installs them, once), so
+the folder opens offline. Its template (course/slides/template/offline/) is nbconvert's
+reveal template with the math typeset by MathJax 3 through reveal.js's math plugin, and
+with nothing else taken from the network (tests/test_slides.py checks every deck).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -88,18 +92,29 @@ def notebook_text(src: Path) -> str:
 
 
 SLIDE_PACKAGES = LESSONS.parent / "course" / "slides" / "node_modules"
-# What a deck needs beside it (in the npm packages -> in the slides folder).
+SLIDE_TEMPLATES = LESSONS.parent / "course" / "slides" / "template"
+# What a deck needs beside it (in the npm packages -> in the slides folder). MathJax: its
+# TeX-to-HTML component and the folders it loads from on demand (fonts, TeX extensions,
+# the menu's accessibility tools), not its other builds.
 SLIDE_ASSETS = {"reveal.js/dist": "reveal.js/dist", "reveal.js/plugin": "reveal.js/plugin",
                 "jquery/dist/jquery.min.js": "jquery.min.js",
-                "requirejs/require.js": "require.js"}
+                "requirejs/require.js": "require.js",
+                "mathjax/es5/tex-mml-chtml.js": "mathjax/tex-mml-chtml.js",
+                **{f"mathjax/es5/{d}": f"mathjax/{d}"
+                   for d in ("input", "output", "ui", "a11y", "sre", "adaptors")}}
+MATHJAX = "mathjax/tex-mml-chtml.js"
+# nbconvert's stylesheets cite their sources' web pages in comments; the decks drop the
+# comments, so that no address is left in a deck but the lessons' own links.
+STYLE = re.compile(r"<style[^>]*>.*?</style>", re.S)
+CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
 
 def build_slides(out: Path, packages: Path = SLIDE_PACKAGES,
                  stems: set[str] | None = None) -> list[Path]:
     """Every lesson's reveal.js deck (or those whose source is named in `stems`) written
-    to `out` (NN_name.slides.html), with reveal.js, jQuery and RequireJS copied from
-    `packages` beside the decks and linked by relative paths, so that the folder works
-    offline; the decks written, in order."""
+    to `out` (NN_name.slides.html), with reveal.js, jQuery, RequireJS and MathJax copied
+    from `packages` beside the decks and linked by relative paths, so that the folder
+    works offline; the decks written, in order."""
     from nbconvert import SlidesExporter  # only the slides need nbconvert, not the build
 
     missing = [name for name in SLIDE_ASSETS if not (packages / name).exists()]
@@ -114,12 +129,16 @@ def build_slides(out: Path, packages: Path = SLIDE_PACKAGES,
                 to.parent.mkdir(parents=True, exist_ok=True)
                 write_bytes(to, f.read_bytes())
     exporter = SlidesExporter(reveal_url_prefix="reveal.js", jquery_url="jquery.min.js",
-                              require_js_url="require.js")
+                              require_js_url="require.js", mathjax_url=MATHJAX,
+                              reveal_theme="white",   # "simple" imports Google's fonts
+                              template_name="offline",
+                              extra_template_basedirs=[str(SLIDE_TEMPLATES)])
     written = []
     for src in sources():
         if not is_lesson(src) or (stems is not None and src.stem not in stems):
             continue
         body, _ = exporter.from_filename(str(notebook_path(src)))
+        body = STYLE.sub(lambda m: CSS_COMMENT.sub("", m[0]), body)
         path = out / f"{src.stem}.slides.html"
         write_text(path, body)
         written.append(path)
