@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = DRY_SIZES if args.dry_run else GPU_SIZES
     repeats = 3 if args.dry_run else args.repeats
     if args.add_compile:
-        results = add_compile(args.add_compile, device, sizes, repeats, args.warmup)
+        results = add_compile(args.add_compile, device, sizes, repeats, args.warmup,
+                              args.models.split(","))
     else:
         results = run(device, sizes, repeats, args.warmup, args.dtr_ratio,
                       args.models.split(","), compile_=args.compile)
@@ -72,11 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def add_compile(path: str, device: str, sizes: dict, repeats: int, warmup: int) -> dict:
-    """torch.compile's rows, model by model, into the results saved at `path` (each saved
-    at once, so that a time limit keeps what was measured)."""
+def add_compile(path: str, device: str, sizes: dict, repeats: int, warmup: int,
+                models: list[str]) -> dict:
+    """torch.compile's rows of `models`, model by model, into the results saved at `path`
+    (each saved at once, so that a time limit keeps what was measured)."""
     results = json.loads(Path(path).read_text())
     for name, row in results["models"].items():
+        if name not in models:
+            continue
         model = get_model(name, **sizes[name])
         rows = row.setdefault("idiomatic", {}) or {}
         rows["torch.compile"] = bench_idiomatic(model, device, "torch.compile", repeats,

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Model
+from ..models import RESNET_BLOCKS, Model
 
 VARIANTS = ("eager", "fused update", "torch.compile")
 
@@ -141,7 +141,6 @@ def idiomatic_module(model: Model) -> Any:
         sizes = [feeds[p].shape[0] for p in model.params if p.startswith("W")]
         module = MLP(sizes + [feeds[model.params[-1]].shape[-1]])
     elif model.name.startswith("resnet"):
-        from ..models import RESNET_BLOCKS
         x = feeds["x"]
         classes = feeds["fc_b"].shape[0]
         module = ResNet(RESNET_BLOCKS[c["depth"]], c["width"], classes, x.shape[1],
