@@ -15,9 +15,10 @@
 # forward and the backward ATen ops that `torch.compile` would see, with shapes and
 # dtypes). Each ATen op that minigraph has becomes that op, so the graph runs on NumPy and
 # CuPy; any other becomes an *opaque* op that carries its shapes, bytes and FLOPs, enough
-# to plan it and to simulate DTR [Kirisame 2021] on it, not to run it. The techniques are those of the MXNet
-# note [Chen 2016] and the GE article [Huawei GE]. The code: `minigraph/fromtorch/`
-# (the importer; `zoo.py` holds the PyTorch models used here).
+# to plan it and to simulate DTR [Kirisame 2021] on it, not to run it. The techniques are
+# those of the MXNet note [Chen 2016] and the GE article [Huawei GE]. The code:
+# `minigraph/fromtorch/` (the importer; `zoo.py` holds the PyTorch models used here).
+# Lesson 10b imports real models at their real sizes, from shapes alone.
 
 # %%
 import sys

@@ -50,17 +50,19 @@ def host_gib():
 # %% [markdown]
 # ## 1. A model with no storage
 #
-# `real_model("resnet50")` builds He et al.'s ResNet-50 (a 7x7 stem, 3-4-6-3 bottleneck
-# stages, batch norm, a linear classifier) inside `torch.device("meta")`, with a batch of
-# example images and labels. Every parameter has its shape and none has memory: the
-# weights' bytes below are what they *would* take in float32.
+# `real_model("resnet50")` builds He et al.'s ResNet-50 (a strided convolution stem,
+# stages of bottleneck blocks, batch norm, a linear classifier) inside
+# `torch.device("meta")`, with a batch of example images and labels. Every parameter has
+# its shape and none has memory: the weights' bytes below are what they *would* take in
+# float32.
 
 # %%
 case = real_model("resnet50", **REAL["resnet50"])
 params = list(case.module.parameters())
 weights = sum(p.numel() * p.element_size() for p in params)
 (x,), (y,) = case.example_inputs, case.targets
-print(f"sizes {REAL['resnet50']}: images {tuple(x.shape)}, labels {tuple(y.shape)}")
+print(f"sizes {REAL['resnet50']}: images {tuple(x.shape)}, labels {tuple(y.shape)}; stem "
+      f"kernel {case.module.stem[0].kernel_size}, {len(case.module.layers)} bottleneck blocks")
 print(f"{sum(p.numel() for p in params):,} parameters, {gb(weights)} in float32; "
       f"all on meta: {all(p.is_meta for p in params)}; the input on {x.device}")
 print(f"this process so far: {host_gib():.2f} GiB of host memory")
@@ -70,10 +72,10 @@ print(f"this process so far: {host_gib():.2f} GiB of host memory")
 #
 # With no loss function, `from_torch` imports the forward pass alone, in eval mode: the
 # GE blog's setting. With the loss it imports the whole training step (forward, backward
-# and SGD update), as in lesson 10. `estimate` then plans each graph with every technique
-# of the earlier lessons and simulates DTR on a device of each size of `DEVICES`; every
-# figure is the **whole run**: weights, inputs and outputs (which no plan reuses) plus the
-# planned working memory. The seconds are measured here, not promised.
+# and SGD update), as in lesson 10. `estimate` then plans each graph with the planners of
+# lessons 03-06 (in-place off and on) and simulates DTR on a device of each size of
+# `DEVICES`; every figure is the **whole run**: weights, inputs and outputs (which no plan
+# reuses) plus the planned working memory. The seconds are measured here, not promised.
 
 # %%
 tables = {}
