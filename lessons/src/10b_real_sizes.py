@@ -7,7 +7,7 @@
 # size holds gigabytes of activations, but planning them needs none of their values: on
 # PyTorch's *meta* device a tensor has a shape and a dtype and no storage, and `from_torch`
 # traces from shapes alone. Here ResNet-50 at its real batch is imported twice, for
-# inference and for one training step, planned with every technique and run through DTR's
+# inference and for one training step, planned with each planner and run through DTR's
 # simulation at the budgets of common GPUs; the GE blog's figures stand beside ours, and
 # where they cannot be right, the code says why. Then BERT-base at its real size, and a
 # LLaMA-7B-shaped decoder with fewer layers (said plainly where it is scaled).
@@ -34,6 +34,7 @@ import matplotlib.pyplot as plt
 import torch
 from IPython.display import Markdown, display
 
+from minigraph.errors import BudgetError, ThrashError
 from minigraph.experiments.estimate import BLOG, DEVICES, DTR_OPTIONS, GB, blog_check, estimate, gb
 from minigraph.fromtorch import from_torch
 from minigraph.fromtorch.real_sizes import REAL, real_model
@@ -266,7 +267,7 @@ if 4 * n_full > pool * GB:
 print("devices:", l10b.DEVICES_1, "GB; the price: at most x", l10b.MAX_OVERHEAD_1,
       "of the compute; the weights, inputs and outputs:",
       gb(budget_bounds(train_graph).external))
-tools = (simulate, budget_bounds, DTR_OPTIONS)   # what the exercise needs, e.g.
+tools = (simulate, budget_bounds, DTR_OPTIONS, BudgetError, ThrashError)  # yours, e.g.
 # simulate(train_graph, budget=int(2.5 * GB) - budget_bounds(train_graph).external,
 #          options=DTR_OPTIONS).overhead
 
@@ -282,8 +283,9 @@ check_answers({1: (ANSWER_1, l10b.exercise_1)})
 #   `from_torch` imports it from shapes alone, and every planner and DTR's simulation
 #   plan it without a weight allocated or a kernel run.
 # * Inference and training are different tables: inference frees each activation after
-#   its last reader, so reuse leaves little beyond the weights; a training step keeps the
-#   forward's activations for the backward, and that is what the planners and DTR fight.
+#   its last reader, so reuse keeps only the few tensors alive at once; a training step
+#   keeps the forward's activations for the backward, and that is what the planners and
+#   DTR fight over.
 # * A published figure can be tested against what every plan must hold (the weights,
 #   inputs and outputs, which no pool reuses) and against what every plan saves. A figure
 #   below the first cannot be right; one that saves far less than every plan does is not
