@@ -243,6 +243,8 @@ KEY: dict[str, dict[int, tuple[Any, str]]] = {
             2: (40 * MiB, "two whole 20 MiB pages of the large pool")},
     "10": {1: (own_torch_model, "every op maps; minigraph's loss is PyTorch's"),
            2: (0.7, "the smallest ratio of RATIOS_2 at which DTR finishes")},
+    "10b": {1: (2.0, "the smallest device of DEVICES_1 on which DTR pays at most "
+                     "MAX_OVERHEAD_1 on ResNet-50's training step")},
 }
 
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(KEY_FILE.parent))
 lesson_key = importlib.import_module("lesson_key")
 
 CASES = [(lesson, n) for lesson, ex in lesson_key.KEY.items() for n in ex]
-NEEDS_TORCH = {"10"}
+NEEDS_TORCH = {"10", "10b"}
 
 
 def _module(lesson: str):

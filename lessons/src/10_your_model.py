@@ -15,9 +15,10 @@
 # forward and the backward ATen ops that `torch.compile` would see, with shapes and
 # dtypes). Each ATen op that minigraph has becomes that op, so the graph runs on NumPy and
 # CuPy; any other becomes an *opaque* op that carries its shapes, bytes and FLOPs, enough
-# to plan it and to simulate DTR [Kirisame 2021] on it, not to run it. The techniques are those of the MXNet
-# note [Chen 2016] and the GE article [Huawei GE]. The code: `minigraph/fromtorch/`
-# (the importer; `zoo.py` holds the PyTorch models used here).
+# to plan it and to simulate DTR [Kirisame 2021] on it, not to run it. The techniques are
+# those of the MXNet note [Chen 2016] and the GE article [Huawei GE]. The code:
+# `minigraph/fromtorch/` (the importer; `zoo.py` holds the PyTorch models used here).
+# Lesson 10b imports real models at their real sizes, from shapes alone.
 
 # %%
 import sys
@@ -226,15 +227,21 @@ plot_comparison(rows, title=f"{model.name}: working memory per technique")
 # simulated mode needs each op's cost, which the import gives (FLOPs, also for opaque
 # ops), so it runs on any imported graph. A budget ratio is a fraction of the total
 # peak, parameters included, as in the DTR paper; the budget it gives is working memory.
-# Then the smallest budget at which DTR finishes, set against the floors in the same
-# counting (the last line is written from the numbers).
+# The sweep's ratios step evenly from the whole peak down to the smallest budget DTR can
+# start in, so they are not round: the table prints them to a tenth of a percent, and
+# the one near 80% is not section 6's 80% (its budget differs by as much as the ratios
+# do; the line under the table prints both). Then the smallest budget at which DTR
+# finishes, set against the floors in the same counting (written from the numbers).
 
 # %%
 sweep_rows = dtr_sweep(g)
 show_table(["budget (of total peak)", "budget (working memory, bytes)", "status", "compute"],
-           [[f"{r.ratio:.0%}", f"{r.budget:,}", r.status,
+           [[f"{r.ratio:.1%}", f"{r.budget:,}", r.status,
              "-" if r.overhead is None else f"x{r.overhead:.3f}"] for r in sweep_rows])
 plot_dtr_sweep(sweep_rows)
+near = min(sweep_rows, key=lambda r: abs(r.ratio - 0.8))
+print(f"section 6's DTR at 80%: a budget of {dtr.bytes:,} B; the sweep's row nearest it, "
+      f"at {near.ratio:.1%}: {near.budget:,} B")
 c = same_counting(g)
 print(f"theoretical minimum {fmt_bytes(c.theoretical_minimum)} (arena), working minimum "
       f"{fmt_bytes(c.working_minimum)}; best static plan {fmt_bytes(c.static_working)} of "
@@ -257,13 +264,14 @@ print(f"theoretical minimum {fmt_bytes(c.theoretical_minimum)} (arena), working 
 # `benchmarks/from_torch.py` plans the real sizes and prints all twelve.
 
 # %%
-show = []
+show, imported = [], {}
 cases = [("resnet18", torch_model("resnet18", batch=2, image=32, width=8)),
          ("gpt_block", torch_model("gpt_block", batch=2, seq=16, d_model=64, heads=4)),
          ("nanogpt", architecture("nanogpt"))]
 for name, case in cases:
     m = from_torch(case.module, case.example_inputs, case.loss_fn, targets=case.targets,
                    name=name)
+    imported[name] = (case, m)
     r = {row.technique: row for row in compare_techniques(
         m.graph, mg.MemoryOptions(inplace=True), planners=["refcount", "ge", "bestfit"])}
     show.append([name, m.report.aten_nodes, len(m.graph), len(opaque_nodes(m.graph)),
@@ -275,12 +283,10 @@ show_table(["model", "ATen nodes", "nodes", "opaque", "no reuse", "refcount", "G
 # %% [markdown]
 # nanoGPT imports whole: its mask (`tril`, `== 0`, `masked_fill`), `arange`, the erf GELU
 # and the tied weights all map, so the step runs here as in PyTorch. One step of it,
-# against PyTorch's:
+# against PyTorch's (the import of the table above, not a second one):
 
 # %%
-case = architecture("nanogpt")
-gpt = from_torch(case.module, case.example_inputs, case.loss_fn, targets=case.targets,
-                 name="nanogpt")
+case, gpt = imported["nanogpt"]
 print(gpt.report)
 out = mg.Executor(gpt, mg.plan_memory(gpt, planner="bestfit", inplace=True)).run(gpt.feeds(0))
 with torch.no_grad():

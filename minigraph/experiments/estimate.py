@@ -8,7 +8,7 @@ and on, and DTR [Kirisame 2021] simulated at the device budgets of common GPUs (
 (which no plan reuses) plus the planned working memory (`MemoryReport.outside_bytes +
 working_bytes`). `blog_check` sets the GE blog's figures [Huawei GE] beside it and says where
 they cannot be right. The benchmark (benchmarks/real_sizes.py), `minigraph estimate` and
-lesson 10 print the same table.
+lesson 10b print the same table.
 """
 
 from __future__ import annotations

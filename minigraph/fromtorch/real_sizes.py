@@ -17,13 +17,15 @@ from typing import Any
 
 from .zoo import TorchCase, TorchModelError, _torch
 
-# The real sizes (each builder's defaults) and the reduced ones a test uses (same code).
+# The real sizes (each builder's defaults) and the reduced ones a test uses (same code:
+# one layer or block per stage holds every op the full model has; the import's time grows
+# with the layers, not with the sizes).
 REAL = {"resnet50": {"batch": 32}, "bert_base": {"seq": 512}, "vit_large": {"image": 224},
         "llama_7b": {"seq": 2048}}
 REDUCED = {"resnet50": {"batch": 2, "image": 32, "width": 8, "blocks": (1, 1, 1, 1)},
-           "bert_base": {"seq": 16, "d_model": 32, "heads": 2, "layers": 2, "vocab": 50},
-           "vit_large": {"image": 32, "patch": 16, "d_model": 32, "heads": 2, "layers": 2},
-           "llama_7b": {"seq": 16, "d_model": 32, "heads": 2, "layers": 2, "vocab": 50,
+           "bert_base": {"seq": 16, "d_model": 32, "heads": 2, "layers": 1, "vocab": 50},
+           "vit_large": {"image": 32, "patch": 16, "d_model": 32, "heads": 2, "layers": 1},
+           "llama_7b": {"seq": 16, "d_model": 32, "heads": 2, "layers": 1, "vocab": 50,
                         "hidden": 48}}
 
 
