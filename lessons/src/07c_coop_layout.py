@@ -1,16 +1,16 @@
 # %% [markdown]
 # # 07c · Coop's layout: where a tensor lies decides what goes
 #
-# **The idea.** Lesson 07b ended on fragmentation: DTR evicts until enough bytes are free,
-# but a new tensor needs them *side by side*, so the runtime may evict many tensors whose
-# bytes lie in the wrong places. Coop [Zhang 2023] answers where the bytes come from, not
-# only which tensor is cheapest. Its window evicts the cheapest run of *neighbours* that
-# makes one block big enough. That is only as good as the neighbours are: if every cheap
-# tensor sits between two dear ones, every window must take a dear one too. So Coop
-# changes the layout twice. It puts the tensors that are cheap to lose side by side
-# (cheap ones from the bottom of the arena, dear ones from the top), and it leaves fewer
-# holes: an op that may overwrite its input does so, and the overwritten input stays
-# recomputable, as an evicted tensor would.
+# **The idea.** Lesson 07b counted fragmentation-forced evictions: DTR evicts until enough
+# bytes are free, but a new tensor needs them *side by side*, so the runtime may evict
+# many tensors whose bytes lie in the wrong places. Coop [Zhang 2023] asks where the
+# bytes come from, not only which tensor is cheapest. Its window evicts the cheapest run
+# of *neighbours* that makes one block big enough. That is only as good as the neighbours
+# are: if every cheap tensor sits between two dear ones, every window must take a dear
+# one too. So Coop changes the layout twice. It puts the tensors that are cheap to lose
+# side by side (cheap ones from the bottom of the arena, dear ones from the top), and it
+# leaves fewer holes: an op that may overwrite its input does so, and the overwritten
+# input stays recomputable, as an evicted tensor would.
 #
 # **Source.** Coop [Zhang 2023] (the sliding window, cheap-tensor partitioning,
 # recomputable in-place). The code is the engine room of `minigraph/runtime/dtr/`:
@@ -175,4 +175,5 @@ check_answers({1: (ANSWER_1, l07c.exercise_1)})
 #   overwritten input counts as evicted and can be recomputed.
 # * Neither is a free win; together they make the fewest fragmentation-forced evictions
 #   on the LSTM here.
-# * Next, lesson 07e: static checkpointing against DTR, and how to choose among policies.
+# * Lesson 07d swaps tensors out instead of recomputing them; lesson 07e sets DTR beside
+#   static checkpointing and asks how a runtime should choose its policy.
