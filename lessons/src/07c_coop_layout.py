@@ -157,7 +157,8 @@ assert forced_of["coop + partition + in-place"] == min(forced_of.values())
 # section 1. Put the list of names in `ANSWER_1`.
 
 # %%
-print({t: l07c.EXERCISE_1_COSTS[t] for t in "abcdef"}, "arena", l07c.EXERCISE_1_ARENA, "B")
+print("bytes", {t: l07c.EXERCISE_1_SIZES[t] for t in "abcdefg"})
+print("costs", {t: l07c.EXERCISE_1_COSTS[t] for t in "abcdef"}, "arena", l07c.EXERCISE_1_ARENA, "B")
 
 ANSWER_1 = None      # e.g. ["a", "b"]
 

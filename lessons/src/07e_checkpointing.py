@@ -32,7 +32,9 @@ from IPython.display import Markdown, display
 from minigraph.dtr_research import (
     checkmate, chen_curve, generated_trace, parse_trace, simulate_best,
 )
-from minigraph.dtr_research.holdout import NO_DEAD_FIRST, against_dtr, leave_one_out, measure
+from minigraph.dtr_research.holdout import (
+    NO_DEAD_FIRST, WORSE, against_dtr, leave_one_out, measure,
+)
 from minigraph.examples import linear_chain
 from minigraph.experiments.dtr import sweep
 from minigraph.lessons import check_answers, l07e
@@ -173,6 +175,7 @@ small = [parse_trace(generated_trace(f, n), name=f"{f}-{n}")
 cells = [c for prog in small for c in measure(prog, (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3))]
 folds = leave_one_out(cells)
 held = against_dtr([pc for f in folds for pc in f.picked])
+print(f"worse: more than {WORSE - 1:.0%} more compute than h_DTR, or failing where it finishes")
 print(f"held out: worse than h_DTR in {held.worse} of {held.cells} cells (up to "
       f"x{held.worst:.3f}), better in {held.better}: the target is "
       f"{'met' if held.passes else 'missed'}; the default is {DTROptions().heuristic!r}")
