@@ -232,8 +232,12 @@ KEY: dict[str, dict[int, tuple[Any, str]]] = {
     "07b": {1: ((16.0, 5.0), "DTR-eq: classes {b, c} and {e, f}; MegEngine: only the input side, "
                 "max({b, c}, c)")},
     "07bb": {1: ("s", "its free neighbours on both sides join into one block")},
+    "07c": {1: (["c", "e"], "partitioned: a c e from the bottom, b d f from the top; f "
+                "is pinned, c+e the cheapest pair of neighbours")},
     "07d": {1: (["matmul_6", "matmul_8"], "the greedy rule: the largest idle tensor at the "
                 "peak step, twice")},
+    "07e": {1: (1.3, "the optimum at 60% needs only 20 B, within 55%'s 20 B; a smaller "
+                "budget never pays less")},
     "08": {1: (8, "the largest itemsize among the mixed dtypes"),
            2: (1608, "best-fit's arena at 512 minus at 8")},
     "09": {1: (best_fit_wins, "best fit reserves less than first fit"),

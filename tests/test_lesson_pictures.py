@@ -171,7 +171,7 @@ def test_d1_checkmate_is_drawn_at_the_budget_it_was_given() -> None:
     assert star.get_xdata()[0] == 0.6
     dtr_x = next(ln for ln in ax.get_lines() if ln.get_gid() == "line:dtr").get_xdata()
     assert 0.6 in list(dtr_x)                          # DTR's point at the same budget
-    assert "opt.budget_ratio == ratio" in source("07c")
+    assert "opt.budget_ratio == ratio" in source("07e")
 
 
 # --- D2: the score exercise's hint and a score that raises ----------------------------

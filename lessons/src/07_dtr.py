@@ -8,8 +8,8 @@
 # whatever that op needs). Memory becomes compute. This lesson is DTR itself: what its
 # budget counts, the runtime in one short file, the score that picks the victim (the
 # paper's and MegEngine's), a sweep over budgets, and DTR against the static minimum.
-# Lessons 07b, 07bb and 07c go beyond it (MegEngine's union-find, simrd's rules;
-# fragmentation and compaction; Coop, Checkmate, the portfolio, the default score).
+# Lessons 07b, 07bb, 07c and 07e go beyond it (MegEngine's union-find, simrd's rules;
+# fragmentation and compaction; Coop's layout; Checkmate, the portfolio, the default score).
 #
 # **Source.** The paper is [Kirisame 2021]: *Dynamic Tensor Rematerialization*, ICLR
 # 2021; MegEngine's DTR [MegEngine 2021] for its score `eval_func` (section 5). **Read

@@ -194,4 +194,4 @@ check_answers({1: (ANSWER_1, l07bb.exercise_1)})
 #   already sufficed is forced by fragmentation.
 # * Looking at addresses (MegEngine's free neighbours, Coop's windows) does not remove
 #   forced evictions; compaction does, at the price of copying resident tensors.
-# * Next, lesson 07c: Coop's layout, Checkmate, a portfolio, and DTR's default.
+# * Next, lesson 07c: Coop's layout, where a tensor lies deciding what goes.
