@@ -60,6 +60,13 @@ ROUTES = [   # (assignment, the file, what the report's reason names)
            + A2_PLANNER, "ForbiddenImport: your file imports minigraph.memory.PLANNERS"),
     ("a2", "exec('from minigraph.memory.planners import PLANNERS')\n" + A2_PLANNER,
      "ForbiddenImport: your file imports minigraph.memory.planners.PLANNERS"),
+    ("a2", "class S(str):\n    def __contains__(self, x):\n        return False\n"
+           "PLANNERS = __import__(S('minigraph.memory.planners'), fromlist=['PLANNERS'])"
+           ".PLANNERS\n" + A2_PLANNER,   # a name that hides what it holds from a check
+     "ForbiddenImport: your file imports minigraph.memory.planners.PLANNERS"),
+    ("a2", "PLANNERS = __import__('planners', {'__package__': 'minigraph.memory'}, None, "
+           "['PLANNERS'], 1).PLANNERS\n" + A2_PLANNER,   # relative, from forged globals
+     "ForbiddenImport: your file makes a relative import (.planners)"),
     ("a2", "try:\n    from minigraph.memory import plan_buffers\nexcept ImportError:\n"
            "    pass\ndef my_planner(buffers):\n    off, top = {}, 0\n    for b in buffers:\n"
            "        off[b.id] = top\n        top += b.size\n    return off\n",

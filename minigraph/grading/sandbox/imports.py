@@ -226,35 +226,50 @@ def _refuse_import(why: str) -> None:
     raise ForbiddenImport(why)
 
 
-def _guarded_import(name: str, globals: Any = None, locals: Any = None,
-                    fromlist: Any = (), level: int = 0) -> Any:
+def _plain(name: Any, fromlist: Any, level: Any) -> tuple[Any, tuple, Any] | None:
+    """The arguments as plain str / tuple / int (a subclass could answer the check one
+    way and the import another), or None where they are not of those types (the import
+    itself then raises)."""
+    if not isinstance(name, str) or not isinstance(level, int):
+        return None
+    names = tuple(str.__add__("", n) if isinstance(n, str) else n for n in (fromlist or ()))
+    return str.__add__("", name), names, int.__add__(0, level)
+
+
+def _check(name: str, fromlist: tuple, level: int, frame: types.FrameType | None) -> None:
+    """Refuse the import if the file's code asks for it and `check_import` says no; a
+    relative import from the file is refused too (a file has no package: it could only
+    name one of minigraph's through forged globals)."""
+    if "minigraph" not in name and not level:
+        return
+    if _importer(frame) != "file":
+        return
+    if level:
+        _refuse_import(f"your file makes a relative import ({'.' * level}{name}): a "
+                       f"submission has no package; {allowed_text(_State.assignment)}")
+    why = check_import(_State.assignment, name, fromlist)
+    if why:
+        _refuse_import(why)
+
+
+def _guarded_import(name: Any, globals: Any = None, locals: Any = None,
+                    fromlist: Any = (), level: Any = 0) -> Any:
     """builtins.__import__, checking the file's imports of minigraph."""
-    if "minigraph" in name or level:
-        full = name
-        if level:
-            package = (globals or {}).get("__package__") if isinstance(globals, dict) else None
-            try:
-                full = importlib.util.resolve_name("." * level + name, package or "")
-            except (ImportError, ValueError, TypeError):
-                full = ""
-        if full and _importer(sys._getframe(1)) == "file":
-            why = check_import(_State.assignment, full, tuple(fromlist or ()))
-            if why:
-                _refuse_import(why)
+    plain = _plain(name, fromlist, level)
+    if plain is None:
+        return _State.original_import(name, globals, locals, fromlist, level)
+    name, fromlist, level = plain
+    _check(name, fromlist, level, sys._getframe(1))
     return _State.original_import(name, globals, locals, fromlist, level)
 
 
-def _guarded_gcd(name: str, package: Any = None, level: int = 0) -> Any:
+def _guarded_gcd(name: Any, package: Any = None, level: Any = 0) -> Any:
     """importlib's _gcd_import (what import_module and importlib.__import__ call)."""
-    if "minigraph" in name or level:
-        try:
-            full = importlib.util.resolve_name("." * level + name, package) if level else name
-        except (ImportError, ValueError, TypeError):
-            full = ""
-        if full and _importer(sys._getframe(1)) == "file":
-            why = check_import(_State.assignment, full)
-            if why:
-                _refuse_import(why)
+    plain = _plain(name, (), level)
+    if plain is None:
+        return _State.original_gcd(name, package, level)
+    name, _, level = plain
+    _check(name, (), level, sys._getframe(1))
     return _State.original_gcd(name, package, level)
 
 
