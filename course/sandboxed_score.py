@@ -7,7 +7,9 @@ likes, and nbgrader would store it. `SandboxedScore` runs right after nbgrader's
 `python -m minigraph.grading` (the student's code in the sandbox's child process, the
 checks in the grader's own), and makes that score the cell's result, the number nbgrader
 reads as the cell's points. Where the kernel's number differs, the cell also says so on
-stdout. So `gradebook.db` and `grades.csv` hold the sandboxed score, never a forged one;
+stdout. So `gradebook.db` and `grades.csv` hold the sandboxed score, never a forged one
+(nor one earned with the library's own planner, liveness or heuristic: the sandbox
+refuses those, `minigraph.grading.sandbox.imports`);
 `crosscheck.py` still lists both, to show whom to read. nbgrader_config.py puts it in
 `Autograde.autograde_preprocessors`.
 """

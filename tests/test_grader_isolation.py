@@ -713,3 +713,71 @@ def test_as_an_ordinary_user_the_command_says_isolation_is_partial(tmp_path) -> 
     assert len(lines) == 1 and lines[0].startswith("Isolation: partial isolation: not root"), \
         r.stdout[-2000:] + r.stderr[-2000:]
     assert "cases passed, score" in r.stdout
+
+
+# ---------------------------------------------------------------------------------------
+# 9. Issue 51: what a fork bomb and a queued grading are told
+# ---------------------------------------------------------------------------------------
+
+BOMB = """
+import os, time
+for _ in range(400):             # at load time: every process the limit allows
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+
+def my_planner(buffers):
+    return {b.id: 0 for b in buffers}
+"""
+
+
+@linux_only
+def test_a_fork_bomb_is_told_the_process_limit_not_that_it_exited(tmp_path) -> None:
+    if os.geteuid() == 0 and _jail().user is None:
+        pytest.skip("running as root: the kernel does not apply a process limit to root")
+    case = BufferCase("one", [Buffer("a", 0, 1, 8)])
+    report = grade("a2", _write(tmp_path, BOMB), cases=[case], leaderboard=False,
+                   shrink=False)
+    assert report.score == 0, report.summary()
+    assert report.status == ("not graded: your file's processes reached the sandbox's limit "
+                             f"of {isolation.PROCESSES} processes and threads (a fork "
+                             "bomb?), so the grading process could not start another: "
+                             "killed"), report.status
+    assert "exit" not in report.status
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock is POSIX")
+def test_a_grading_waiting_for_the_lock_says_so(tmp_path) -> None:
+    import select
+    path = str(tmp_path / "sandbox.lock")
+    hold = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\nsys.stdin.read()\n")
+    wait = ("import sys\nfrom minigraph.grading.sandbox import isolation\n"
+            "isolation.lock_path = lambda: sys.argv[1]\n"
+            "held = isolation.lock(isolation.Jail(('minigraph-sandbox', 999, 995), None))\n"
+            "print('got', held, flush=True)\nisolation.unlock(held)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    free = subprocess.run([sys.executable, "-c", wait, path], capture_output=True, text=True,
+                          timeout=HANG_GUARD, env=env)
+    assert (free.stdout, free.stderr) == ("got True\n", ""), free   # free: no message
+    holder = subprocess.Popen([sys.executable, "-c", hold, path], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        waiter = subprocess.Popen([sys.executable, "-c", wait, path], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)
+        ready, _, _ = select.select([waiter.stderr], [], [], HANG_GUARD)   # a hang guard
+        said = waiter.stderr.readline() if ready else ""
+        assert said.startswith("waiting for another grading to finish: one grading at a "
+                               "time runs as the sandbox user minigraph-sandbox "
+                               f"(lock {path}) ..."), said
+        assert waiter.poll() is None          # still waiting: the lock is held
+    finally:
+        holder.stdin.close()                  # the other grading ends
+        holder.wait(timeout=HANG_GUARD)
+    out, err = waiter.communicate(timeout=HANG_GUARD)
+    assert out == "got True\n" and err == "", (out, err)

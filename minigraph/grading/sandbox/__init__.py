@@ -10,8 +10,10 @@ them.
 `grade` imports the file in a child process (`submission.Submission`: its own
 interpreter, as isolated as the platform allows - another user, bubblewrap, hard limits:
 see `isolation` - with time limits on loading, on each call and on the whole session)
-that sends back only plain data; a file that changes minigraph itself (`tamper`),
-exits, crashes, hangs or sends garbage scores 0 with the reason, and the command
+that sends back only plain data; a file that changes minigraph itself (`tamper`), uses
+minigraph's own answer to its assignment (`imports`: an allowlist of imports, the
+library's solvers refused), exits, crashes, hangs or sends garbage scores 0 with the
+reason, and the command
 (`command`) exits 1. Of an .ipynb every code cell runs but those tagged "check" or
 "skip-grading" and nbgrader's autograded test cells (`loader.notebook_source`).
 """

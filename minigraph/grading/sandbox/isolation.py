@@ -344,13 +344,22 @@ _held = {"fd": -1, "count": 0}   # this process's hold on the lock, and by how m
 def lock(jail: Jail) -> bool:
     """Wait for, then hold, the sandbox user's lock (False when there is no user): its
     process limit and the final kill of all its processes assume one grading at a time.
-    Submissions of one process share the hold."""
+    Submissions of one process share the hold. Where another grading holds it, say so on
+    stderr ("waiting for another grading ...") before waiting: a grader that seems to hang
+    is queued."""
     if jail.user is None:
         return False
     if _held["count"] == 0:
         import fcntl  # POSIX only; a sandbox user means POSIX
-        fd = os.open(lock_path(), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        path = lock_path()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another grading to finish: one grading at a time runs as "
+                  f"the sandbox user {jail.user[0]} (lock {path}) ...", file=sys.stderr,
+                  flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         _held["fd"] = fd
     _held["count"] += 1
     return True

@@ -17,6 +17,7 @@ the session closes, every process the file started is killed before the grade is
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -39,8 +40,9 @@ from ...graph import Graph
 from .. import heuristic_grader, liveness_grader, planner_grader
 from ..cases import graph_from_json, graph_to_json
 from ..loader import load_function, notebook_source
+from ..reference import FUNCTIONS
 from ..runner import Garbage, Outcome, Remote, run_case, scaled
-from . import isolation
+from . import imports, isolation
 from .tamper import changed_names, snapshot, source_tampering
 
 LOAD_TIME_LIMIT = 60.0       # seconds to start the child and import the file, scaled
@@ -49,6 +51,9 @@ SESSION_TIME_LIMIT = 900.0   # seconds of one child's whole life, scaled
 MEMORY_LIMIT = 4 << 30       # bytes of address space for the child (RLIMIT_AS)
 MAX_MESSAGE = 64 << 20       # bytes of one answer; a longer one is garbage
 STATUSES = ("ok", "error", "timeout", "crash")
+PROCESS_LIMIT_TEXT = (f"your file's processes reached the sandbox's limit of "
+                      f"{isolation.PROCESSES} processes and threads (a fork bomb?), so the "
+                      "grading process could not start another: killed")
 GRADING_MODULES = ("minigraph.grading.heuristic_grader", "minigraph.grading.liveness_grader",
                    "minigraph.grading.planner_grader")   # where a request's target may live
 
@@ -245,6 +250,10 @@ class Submission(Remote):
                            self.load_time_limit)
         if msg is None:
             return False
+        refused = msg.get("refused")
+        if isinstance(refused, str) and refused:
+            self._fail(refused[:2000])
+            return False
         if msg.get("ready") is True:
             changed = msg.get("changed")
             if isinstance(changed, list) and changed:
@@ -331,6 +340,9 @@ class Submission(Remote):
             code = proc.returncode if proc is not None else None
             why = (f"exit code {code}" if code is None or code >= 0
                    else f"killed by signal {-code}")
+            if _process_limit(self.log_tail(20000)):   # not exiting: a fork bomb
+                self._fail(PROCESS_LIMIT_TEXT)
+                return None
             tail = self.log_tail(600).strip() if self.calls == 0 else ""
             self._fail(f"the grading process ended while {doing} ({why}; a submission "
                        "must not exit or kill it)" +
@@ -379,6 +391,11 @@ class Submission(Remote):
         if msg is None:
             status = "timeout" if "did not finish" in self.problem else "lost"
             return Outcome(status, error=self.problem, seconds=time.monotonic() - t0)
+        refused, limit = msg.get("refused"), msg.get("limit")
+        for why in (refused, limit):   # the file used what it may not, or forked to the end
+            if isinstance(why, str) and why:
+                self._fail(why[:2000])
+                return Outcome("lost", error=self.problem, seconds=time.monotonic() - t0)
         try:
             if msg.get("id") != ident:
                 raise GradingError(f"an answer to call {msg.get('id')!r}, not {ident}")
@@ -386,6 +403,13 @@ class Submission(Remote):
         except (GradingError, RecursionError):
             self._fail("the grading process sent garbage instead of an answer")
             return Outcome("lost", error=self.problem, seconds=time.monotonic() - t0)
+
+
+def _process_limit(printed: str) -> bool:
+    """Whether what the child printed says a process or thread could not start (EAGAIN:
+    the sandbox's process limit), as a fork bomb makes it."""
+    return any(k in printed for k in ("BlockingIOError: [Errno 11]", "can't start new thread",
+                                      "Resource temporarily unavailable"))
 
 
 class _Wire:
@@ -525,14 +549,25 @@ def child_main() -> None:
         out.write(json.dumps(msg, allow_nan=True) + "\n")
         out.flush()
 
+    assignment = next((k for k, (f, _) in FUNCTIONS.items() if f == name), None)
+    if assignment:   # what the file may import of minigraph, and call (`imports`)
+        imports.install(assignment, sys._getframe())
     before = snapshot()
     try:
         fn = load_function(path, name)
     except BaseException as e:   # noqa: BLE001  SystemExit at import included
-        send({"load_error": f"{type(e).__name__}: {e}"[:2000],
+        refused = imports.refusal()
+        send({"refused": refused} if refused else
+             {"load_error": f"{type(e).__name__}: {e}"[:2000],
               "traceback": traceback.format_exc()[-3000:]})
         return
-    send({"ready": True, "changed": changed_names(before)})
+    refused = imports.refusal()   # refused, though the file caught it
+    send({"refused": refused} if refused else
+         {"ready": True, "changed": changed_names(before)})
+    if refused:
+        return
+    imports.loaded()
+    fn = imports.student(fn) if assignment else fn
     stdin = sys.stdin.buffer
     while True:
         head = stdin.read(8)
@@ -541,11 +576,17 @@ def child_main() -> None:
         req = pickle.loads(stdin.read(int.from_bytes(head, "little")))
         target = _resolve(req["target"])
         args, kwargs = _unpack(req["args"]), _unpack(req["kwargs"])
-        if target is not None:
-            o = run_case(target, (fn, *args), kwargs, time_limit=req["time_limit"])
-        else:
-            o = run_case(fn, args, kwargs, time_limit=req["time_limit"])
-        send({"id": req["id"], "outcome": {
+        try:
+            if target is not None:
+                o = run_case(target, (fn, *args), kwargs, time_limit=req["time_limit"])
+            else:
+                o = run_case(fn, args, kwargs, time_limit=req["time_limit"])
+        except OSError as e:   # the call's process could not start: the file's took them
+            if e.errno != errno.EAGAIN:
+                raise
+            send({"id": req["id"], "limit": PROCESS_LIMIT_TEXT})
+            return
+        send({"id": req["id"], "refused": imports.refusal(), "outcome": {
             "status": o.status, "value": to_wire(o.value), "error": o.error,
             "error_type": o.error_type, "traceback": o.traceback, "printed": o.printed,
             "seconds": o.seconds}})
