@@ -222,22 +222,30 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
             super().__init__()
             self.m = module
             self.views = False
+            self.mode = restore[0][2]
 
         def forward(self, *args):
-            if self.views:          # each parameter through a view of its own (see below)
-                ps = {n: p.view_as(p) for n, p in self.m.named_parameters()}
-                out = torch.func.functional_call(self.m, ps, args[:k])
-            else:
-                out = self.m(*args[:k])
-            if loss_fn is None:
-                return tuple(torch.utils._pytree.tree_leaves(out))
-            return (loss_fn(out, *args[k:]),)
+            # Strict while the user's code runs: a real tensor it reads (a closure, a plain
+            # attribute) is an error. Lenient after: AOTAutograd's second trace reads the
+            # real constants its first trace kept (an `arange`, a decomposition's 0.0).
+            self.mode.allow_non_fake_inputs = False
+            try:
+                if self.views:      # each parameter through a view of its own (see below)
+                    ps = {n: p.view_as(p) for n, p in self.m.named_parameters()}
+                    out = torch.func.functional_call(self.m, ps, args[:k])
+                else:
+                    out = self.m(*args[:k])
+                if loss_fn is None:
+                    return tuple(torch.utils._pytree.tree_leaves(out))
+                return (loss_fn(out, *args[k:]),)
+            finally:
+                self.mode.allow_non_fake_inputs = True
 
-    step = _Step()
     args = tuple(inputs) + tuple(targets)
     meta = any(t.is_meta for t in (*args, *module.parameters(), *module.buffers()))
-    restore = _faked(torch, module) if meta else []
-    traced = tuple(_fake_like(torch, restore, t) for t in args) if meta else args
+    restore = _faked(torch, module, meta)
+    step = _Step()
+    traced = tuple(_fake_like(torch, restore, t, meta) for t in args)
     try:
         try:
             gm, sig, unused = _trace(torch, step, traced, keep, loss_fn is not None)
@@ -309,23 +317,36 @@ def _shape_only(t: Any) -> Any:
     return t if t.is_meta else t.to("meta")
 
 
-def _fake_like(torch: Any, restore: list, t: Any) -> Any:
-    """A fake CPU tensor of `t`'s shape and dtype, in the mode `_faked` made."""
-    mode = restore[0][2] if restore else _fake_mode(torch)
+def _fake_like(torch: Any, restore: list, t: Any, meta: bool) -> Any:
+    """`t` as a fake tensor of the mode `_faked` made: its shape, dtype and strides (a
+    meta tensor: a fake CPU tensor of its shape and dtype)."""
+    mode = restore[0][2]
+    if not meta:
+        return mode.from_tensor(t)
     with mode:
         return torch.empty(tuple(t.shape), dtype=t.dtype, device="cpu")
 
 
 def _fake_mode(torch: Any) -> Any:
     from torch._subclasses.fake_tensor import FakeTensorMode
-    return FakeTensorMode()
+    return FakeTensorMode(allow_non_fake_inputs=True)      # strict in `_Step.forward`
 
 
-def _faked(torch: Any, module: Any) -> list:
-    """Swap every parameter and buffer of `module` for a fake CPU tensor of its shape and
-    dtype, for a module on PyTorch's meta device: AOTAutograd's joint trace does not take
-    meta parameters (it loses their gradients), fake CPU tensors trace as real ones do and
-    hold no storage. Returns what `_restore` puts back (the first entry carries the mode)."""
+def _faked(torch: Any, module: Any, meta: bool) -> list:
+    """Swap every parameter and buffer of `module` for a fake tensor of one FakeTensorMode
+    for the trace [Ansel 2024]; `_restore` puts the real ones back after. Returns what it
+    puts back (the first entry carries the mode).
+
+    Why fake even for real weights: `aot_export_module(trace_joint=True)` traces the step
+    once on fake tensors, then traces that joint graph again (`make_fx`) on the tensors it
+    was given. Given real weights, the second trace runs every forward and backward kernel
+    for real (GPT-2 small's 124M parameters, with oneDNN off: seconds of convolution and
+    matrix products on a CPU) to record shapes it already has. Given fake ones, both traces
+    run no kernel. A fake tensor from `from_tensor` keeps the real one's shape, dtype,
+    strides and `requires_grad`, so the graph is the same node for node.
+
+    A module on PyTorch's meta device gets fake CPU tensors of its shapes instead:
+    AOTAutograd's joint trace does not take meta parameters (it loses their gradients)."""
     mode = _fake_mode(torch)
     swapped, done = [], {}
     for m in module.modules():
@@ -334,10 +355,13 @@ def _faked(torch: Any, module: Any) -> list:
                 if v is None:
                     continue
                 if id(v) not in done:          # a tied weight stays one tensor
-                    with mode:
-                        f = torch.empty(tuple(v.shape), dtype=v.dtype, device="cpu")
-                    if isinstance(v, torch.nn.Parameter):
-                        f = torch.nn.Parameter(f, requires_grad=v.requires_grad)
+                    if not meta:
+                        f = mode.from_tensor(v)        # a Parameter stays one
+                    else:
+                        with mode:
+                            f = torch.empty(tuple(v.shape), dtype=v.dtype, device="cpu")
+                        if isinstance(v, torch.nn.Parameter):
+                            f = torch.nn.Parameter(f, requires_grad=v.requires_grad)
                     done[id(v)] = f
                 swapped.append((table, k, mode, v))
                 table[k] = done[id(v)]
