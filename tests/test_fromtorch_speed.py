@@ -152,3 +152,24 @@ def test_the_real_weight_capture_is_what_the_spy_would_catch(monkeypatch):
     _real_weights_capture(monkeypatch)
     _import("mobilenet_v2_block")
     assert seen and all(seen)
+
+
+@pytest.mark.parametrize("name", ["nanogpt", "mobilenet_v2_block", "flip_roll_clamp_tensor"])
+def test_flops_skipped_without_running_the_counter_are_the_counters(name):
+    """The import runs PyTorch's FLOP counter only on ops it can count (a formula, or a
+    decomposition it follows); on every node of the step the count is the counter's."""
+    import operator
+
+    from minigraph.fromtorch import capture
+    from minigraph.fromtorch.aten import RULES
+    from minigraph.fromtorch.importer import Converter, ImportReport
+    torch.manual_seed(0)
+    module, inputs, loss_fn, targets = CASES[name]()
+    cap = capture(module, inputs, loss_fn, targets, keep=set(RULES).__contains__)
+    c = Converter(cap, torch, ImportReport(name))
+    nodes = [n for n in cap.gm.graph.nodes
+             if n.op == "call_function" and n.target is not operator.getitem]
+    counts = [(c.torch_flops(n), c.counted_flops(n)) for n in nodes]
+    assert all(a == b for a, b in counts)
+    assert any(a > 0 for a, _ in counts)            # matrix products or convolutions
+    assert sum(a == 0 for a, _ in counts) > len(nodes) // 2

@@ -10,8 +10,10 @@ their shapes and dtypes (`meta["val"]`). PyTorch is imported here, inside functi
 from __future__ import annotations
 
 import re
+import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +73,7 @@ class Captured:
                                                         # holding the same parameter
     unused: list[str] = field(default_factory=list)     # parameters the loss does not use,
                                                         # frozen for the trace
+    seconds: float = 0.0         # wall-clock seconds of PyTorch's trace (aot_export_module)
 
 
 def as_tuple(x: Any, what: str) -> tuple:
@@ -164,6 +167,22 @@ def decompositions(torch: Any, keep: Any) -> dict:
             if not keep(op.name().split("::")[-1].split(".")[0])}
 
 
+@contextmanager
+def _no_stack_traces(torch: Any) -> Iterator[None]:
+    """FX records no Python stack trace per node while tracing (`node.meta["stack_trace"]`,
+    which the import never reads; extracting one is about a twentieth of the trace)."""
+    config = torch.fx.config
+    before = getattr(config, "do_not_emit_stack_traces", None)
+    config.do_not_emit_stack_traces = True
+    try:
+        yield
+    finally:
+        if before is None:
+            del config.do_not_emit_stack_traces
+        else:
+            config.do_not_emit_stack_traces = before
+
+
 def _trace(torch: Any, step: Any, args: tuple, keep: Any,
            joint: bool = True) -> tuple[Any, Any, list[str]]:
     """aot_export_module's joint graph; a parameter the loss does not use is frozen for the
@@ -174,7 +193,7 @@ def _trace(torch: Any, step: Any, args: tuple, keep: Any,
     from torch._functorch.aot_autograd import aot_export_module
 
     def export():
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _no_stack_traces(torch):
             warnings.simplefilter("ignore")
             with torch.backends.mkldnn.flags(enabled=False):
                 if not joint:                  # inference: the forward graph alone
@@ -246,6 +265,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
     restore = _faked(torch, module, meta)
     step = _Step()
     traced = tuple(_fake_like(torch, restore, t, meta) for t in args)
+    start = time.perf_counter()
     try:
         try:
             gm, sig, unused = _trace(torch, step, traced, keep, loss_fn is not None)
@@ -278,6 +298,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
             "PyTorch cannot trace cannot be imported") from e
     finally:
         _restore(restore)
+    seconds = time.perf_counter() - start
     if sig.user_inputs_to_mutate or getattr(sig, "parameters_to_mutate", None):
         raise TorchImportError(f"{type(module).__name__} writes in place into its inputs or "
                                "parameters during the step; the import cannot keep that")
@@ -304,7 +325,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
         raise TorchImportError(f"two tensors of {type(module).__name__} would both be named "
                                f"{sorted(clash)[0]!r} in minigraph; rename one")
     _check_generated_names(type(module).__name__, names, kinds)
-    return Captured(gm, sig, values, names, kinds, tied, [_name(u) for u in unused])
+    return Captured(gm, sig, values, names, kinds, tied, [_name(u) for u in unused], seconds)
 
 
 def _shapes(inputs: Sequence[Any]) -> str:
