@@ -3,8 +3,10 @@
 `aot_export_module(..., trace_joint=True)` traces `loss_fn(module(*inputs), *targets)` with
 fake tensors, functionalises it (in-place ops and buffer updates become new values) and
 appends the backward pass, all as core-ish ATen ops in one FX graph whose nodes carry
-their shapes and dtypes (`meta["val"]`). PyTorch is imported here, inside functions only:
-`import minigraph` never imports it.
+their shapes and dtypes (`meta["val"]`). The module's weights and the batch are handed
+to it as fake tensors too (`_faked`): no kernel runs during the capture, whatever the
+model's size; the real values are read afterwards, once. PyTorch is imported here, inside
+functions only: `import minigraph` never imports it.
 """
 
 from __future__ import annotations
