@@ -149,13 +149,16 @@ def _captured(torch: Any, module: Any, inputs: tuple, loss_fn: Callable[..., Any
     keep = set(RULES)
     table = {op.name().split("::")[-1].split(".")[0]
              for op in decompositions(torch, lambda op: False)}
+    traced = 0.0
     for _ in range(3):
         cap = capture(module, inputs, loss_fn, targets, keep=keep.__contains__)
         done = convert(cap, torch, lr, label, type(module).__name__)
+        traced += cap.seconds
         redo = {aten.split(".")[1] for _, aten, _ in done[3].opaque} & keep & table
         if not redo:
             break
         keep -= redo
+    done[3].seconds["trace"] = traced           # every capture's trace
     return cap, {lr: done}
 
 
@@ -174,14 +177,17 @@ def _inference(torch: Any, module: Any, inputs: tuple, targets: tuple,
         keep = set(RULES)
         table = {op.name().split("::")[-1].split(".")[0]
                  for op in decompositions(torch, lambda op: False)}
+        traced = 0.0
         for _ in range(3):      # as _captured: an op kept whole that its rule refuses
             cap = capture(module, inputs, None, (), keep=keep.__contains__)
             graph, out, _, rep = convert_inference(cap, torch, 0.0, label,
                                                    type(module).__name__)
+            traced += cap.seconds
             redo = {aten.split(".")[1] for _, aten, _ in rep.opaque} & keep & table
             if not redo:
                 break
             keep -= redo
+        rep.seconds["trace"] = traced
     finally:
         for m, mode in modes.items():
             m.train(mode)

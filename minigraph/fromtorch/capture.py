@@ -3,15 +3,19 @@
 `aot_export_module(..., trace_joint=True)` traces `loss_fn(module(*inputs), *targets)` with
 fake tensors, functionalises it (in-place ops and buffer updates become new values) and
 appends the backward pass, all as core-ish ATen ops in one FX graph whose nodes carry
-their shapes and dtypes (`meta["val"]`). PyTorch is imported here, inside functions only:
-`import minigraph` never imports it.
+their shapes and dtypes (`meta["val"]`). The module's weights and the batch are handed
+to it as fake tensors too (`_faked`): no kernel runs during the capture, whatever the
+model's size; the real values are read afterwards, once. PyTorch is imported here, inside
+functions only: `import minigraph` never imports it.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +75,7 @@ class Captured:
                                                         # holding the same parameter
     unused: list[str] = field(default_factory=list)     # parameters the loss does not use,
                                                         # frozen for the trace
+    seconds: float = 0.0         # wall-clock seconds of PyTorch's trace (aot_export_module)
 
 
 def as_tuple(x: Any, what: str) -> tuple:
@@ -164,6 +169,22 @@ def decompositions(torch: Any, keep: Any) -> dict:
             if not keep(op.name().split("::")[-1].split(".")[0])}
 
 
+@contextmanager
+def _no_stack_traces(torch: Any) -> Iterator[None]:
+    """FX records no Python stack trace per node while tracing (`node.meta["stack_trace"]`,
+    which the import never reads; extracting one is about a twentieth of the trace)."""
+    config = torch.fx.config
+    before = getattr(config, "do_not_emit_stack_traces", None)
+    config.do_not_emit_stack_traces = True
+    try:
+        yield
+    finally:
+        if before is None:
+            del config.do_not_emit_stack_traces
+        else:
+            config.do_not_emit_stack_traces = before
+
+
 def _trace(torch: Any, step: Any, args: tuple, keep: Any,
            joint: bool = True) -> tuple[Any, Any, list[str]]:
     """aot_export_module's joint graph; a parameter the loss does not use is frozen for the
@@ -174,7 +195,7 @@ def _trace(torch: Any, step: Any, args: tuple, keep: Any,
     from torch._functorch.aot_autograd import aot_export_module
 
     def export():
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _no_stack_traces(torch):
             warnings.simplefilter("ignore")
             with torch.backends.mkldnn.flags(enabled=False):
                 if not joint:                  # inference: the forward graph alone
@@ -222,22 +243,31 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
             super().__init__()
             self.m = module
             self.views = False
+            self.mode = restore[0][2]
 
         def forward(self, *args):
-            if self.views:          # each parameter through a view of its own (see below)
-                ps = {n: p.view_as(p) for n, p in self.m.named_parameters()}
-                out = torch.func.functional_call(self.m, ps, args[:k])
-            else:
-                out = self.m(*args[:k])
-            if loss_fn is None:
-                return tuple(torch.utils._pytree.tree_leaves(out))
-            return (loss_fn(out, *args[k:]),)
+            # Strict while the user's code runs: a real tensor it reads (a closure, a plain
+            # attribute) is an error. Lenient after: AOTAutograd's second trace reads the
+            # real constants its first trace kept (an `arange`, a decomposition's 0.0).
+            self.mode.allow_non_fake_inputs = False
+            try:
+                if self.views:      # each parameter through a view of its own (see below)
+                    ps = {n: p.view_as(p) for n, p in self.m.named_parameters()}
+                    out = torch.func.functional_call(self.m, ps, args[:k])
+                else:
+                    out = self.m(*args[:k])
+                if loss_fn is None:
+                    return tuple(torch.utils._pytree.tree_leaves(out))
+                return (loss_fn(out, *args[k:]),)
+            finally:
+                self.mode.allow_non_fake_inputs = True
 
-    step = _Step()
     args = tuple(inputs) + tuple(targets)
     meta = any(t.is_meta for t in (*args, *module.parameters(), *module.buffers()))
-    restore = _faked(torch, module) if meta else []
-    traced = tuple(_fake_like(torch, restore, t) for t in args) if meta else args
+    restore = _faked(torch, module, meta)
+    step = _Step()
+    traced = tuple(_fake_like(torch, restore, t, meta) for t in args)
+    start = time.perf_counter()
     try:
         try:
             gm, sig, unused = _trace(torch, step, traced, keep, loss_fn is not None)
@@ -270,6 +300,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
             "PyTorch cannot trace cannot be imported") from e
     finally:
         _restore(restore)
+    seconds = time.perf_counter() - start
     if sig.user_inputs_to_mutate or getattr(sig, "parameters_to_mutate", None):
         raise TorchImportError(f"{type(module).__name__} writes in place into its inputs or "
                                "parameters during the step; the import cannot keep that")
@@ -296,7 +327,7 @@ def capture(module: Any, inputs: Sequence[Any], loss_fn: Callable[..., Any] | No
         raise TorchImportError(f"two tensors of {type(module).__name__} would both be named "
                                f"{sorted(clash)[0]!r} in minigraph; rename one")
     _check_generated_names(type(module).__name__, names, kinds)
-    return Captured(gm, sig, values, names, kinds, tied, [_name(u) for u in unused])
+    return Captured(gm, sig, values, names, kinds, tied, [_name(u) for u in unused], seconds)
 
 
 def _shapes(inputs: Sequence[Any]) -> str:
@@ -309,23 +340,36 @@ def _shape_only(t: Any) -> Any:
     return t if t.is_meta else t.to("meta")
 
 
-def _fake_like(torch: Any, restore: list, t: Any) -> Any:
-    """A fake CPU tensor of `t`'s shape and dtype, in the mode `_faked` made."""
-    mode = restore[0][2] if restore else _fake_mode(torch)
+def _fake_like(torch: Any, restore: list, t: Any, meta: bool) -> Any:
+    """`t` as a fake tensor of the mode `_faked` made: its shape, dtype and strides (a
+    meta tensor: a fake CPU tensor of its shape and dtype)."""
+    mode = restore[0][2]
+    if not meta:
+        return mode.from_tensor(t)
     with mode:
         return torch.empty(tuple(t.shape), dtype=t.dtype, device="cpu")
 
 
 def _fake_mode(torch: Any) -> Any:
     from torch._subclasses.fake_tensor import FakeTensorMode
-    return FakeTensorMode()
+    return FakeTensorMode(allow_non_fake_inputs=True)      # strict in `_Step.forward`
 
 
-def _faked(torch: Any, module: Any) -> list:
-    """Swap every parameter and buffer of `module` for a fake CPU tensor of its shape and
-    dtype, for a module on PyTorch's meta device: AOTAutograd's joint trace does not take
-    meta parameters (it loses their gradients), fake CPU tensors trace as real ones do and
-    hold no storage. Returns what `_restore` puts back (the first entry carries the mode)."""
+def _faked(torch: Any, module: Any, meta: bool) -> list:
+    """Swap every parameter and buffer of `module` for a fake tensor of one FakeTensorMode
+    for the trace [Ansel 2024]; `_restore` puts the real ones back after. Returns what it
+    puts back (the first entry carries the mode).
+
+    Why fake even for real weights: `aot_export_module(trace_joint=True)` traces the step
+    once on fake tensors, then traces that joint graph again (`make_fx`) on the tensors it
+    was given. Given real weights, the second trace runs every forward and backward kernel
+    for real (GPT-2 small's 124M parameters, with oneDNN off: seconds of convolution and
+    matrix products on a CPU) to record shapes it already has. Given fake ones, both traces
+    run no kernel. A fake tensor from `from_tensor` keeps the real one's shape, dtype,
+    strides and `requires_grad`, so the graph is the same node for node.
+
+    A module on PyTorch's meta device gets fake CPU tensors of its shapes instead:
+    AOTAutograd's joint trace does not take meta parameters (it loses their gradients)."""
     mode = _fake_mode(torch)
     swapped, done = [], {}
     for m in module.modules():
@@ -334,10 +378,13 @@ def _faked(torch: Any, module: Any) -> list:
                 if v is None:
                     continue
                 if id(v) not in done:          # a tied weight stays one tensor
-                    with mode:
-                        f = torch.empty(tuple(v.shape), dtype=v.dtype, device="cpu")
-                    if isinstance(v, torch.nn.Parameter):
-                        f = torch.nn.Parameter(f, requires_grad=v.requires_grad)
+                    if not meta:
+                        f = mode.from_tensor(v)        # a Parameter stays one
+                    else:
+                        with mode:
+                            f = torch.empty(tuple(v.shape), dtype=v.dtype, device="cpu")
+                        if isinstance(v, torch.nn.Parameter):
+                            f = torch.nn.Parameter(f, requires_grad=v.requires_grad)
                     done[id(v)] = f
                 swapped.append((table, k, mode, v))
                 table[k] = done[id(v)]

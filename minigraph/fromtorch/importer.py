@@ -10,6 +10,7 @@ refuses this call) it becomes an `opaque` node with PyTorch's shapes, dtypes and
 from __future__ import annotations
 
 import operator
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,10 @@ class ImportReport:
     torch_flops: int = 0                                 # PyTorch's FLOP counter, all nodes
     graph_flops: int = 0                                 # minigraph's count, update included
     notes: list[str] = field(default_factory=list)
+    # Wall-clock seconds of the import's parts: "trace" (PyTorch's, every capture summed),
+    # "weights" (parameters, buffers and batch read into NumPy), "nodes" (the ATen nodes
+    # converted, shapes inferred), "graph" (the update nodes, the Graph frozen and checked).
+    seconds: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def runs(self) -> bool:
@@ -387,6 +392,15 @@ class Converter:
         return counted if counted else sum(int(np.prod(s[0])) for s in specs if s)
 
     def torch_flops(self, n: Any) -> int:
+        """PyTorch's FLOP counter on this node. An op it has no formula for and that does
+        not decompose (the counter then counts what the pieces are) counts 0 without
+        running: most nodes of a step are such (elementwise, views, reductions)."""
+        if not _counted(self.torch, n.target):
+            return 0
+        return self.counted_flops(n)
+
+    def counted_flops(self, n: Any) -> int:
+        """PyTorch's FLOP counter run on this node, on meta tensors of its shapes."""
         torch = self.torch
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -402,6 +416,23 @@ class Converter:
             return int(fc.get_total_flops())
         except Exception:            # an op the meta device cannot run: no count
             return 0
+
+
+_COUNTED: dict[Any, bool] = {}
+
+
+def _counted(torch: Any, op: Any) -> bool:
+    """Whether PyTorch's FLOP counter can count anything for `op`: it has a formula for
+    it, or `op` decomposes (CompositeImplicitAutograd), which the counter then follows
+    (`FlopCounterMode.__torch_dispatch__`). Otherwise the count is 0."""
+    if op not in _COUNTED:
+        from torch.utils.flop_counter import flop_registry
+        key = torch._C.DispatchKey.CompositeImplicitAutograd
+        packet = getattr(op, "_overloadpacket", None)
+        _COUNTED[op] = packet is None or packet in flop_registry or \
+            key in getattr(op, "py_kernels", {}) or \
+            torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key)
+    return _COUNTED[op]
 
 
 def valueless(shape: tuple[int, ...], dtype: str, name: str | None = None) -> Tensor:
@@ -462,15 +493,18 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
     loss_spec = _spec(loss_fx.meta.get("val"), "the loss")
     if loss_spec is None or loss_spec[0] != () or loss_spec[1] not in _FLOATS:
         raise TorchImportError(f"the loss must be a floating scalar, not {loss_spec}")
+    clock = [time.perf_counter()]
     with name_scope():
         c = Converter(cap, torch, report)
         c.leaves(frozen)
+        _lap(report, "weights", clock)
         for n in graph.nodes:
             if n.op == "call_function" and n in kept:
                 c.node(n, "forward" if n in forward else "backward")
                 if n.target is not operator.getitem:
                     report.aten_nodes += 1
                     report.torch_flops += c.torch_flops(n)
+        _lap(report, "nodes", clock)
         loss = c.env[loss_fx]
         trained = [p for p in params if p not in frozen]
         leaf = {p: c.env[by_name[ph]] for ph, p in cap.names.items() if p in trained}
@@ -481,6 +515,8 @@ def convert(cap: Captured, torch: Any, lr: float, name: str,
     report.graph_flops = g.flops()
     live = [t for t in c.views if t.name in g.tensors and g.tensors[t.name].producer]
     report.view_copies = (len(live), sum(t.nbytes for t in live))
+    _lap(report, "graph", clock)
+    report.seconds["trace"] = cap.seconds
     return g, loss.name, tuple(trained), report
 
 
@@ -500,15 +536,18 @@ def convert_inference(cap: Captured, torch: Any, lr: float, name: str,
     report.notes.append("inference: the forward pass alone (eval mode), no backward, "
                         "no update")
     kept = _ancestors(outs_fx)
+    clock = [time.perf_counter()]
     with name_scope():
         c = Converter(cap, torch, report)
         c.leaves(set())
+        _lap(report, "weights", clock)
         for n in graph.nodes:
             if n.op == "call_function" and n in kept:
                 c.node(n, "forward")
                 if n.target is not operator.getitem:
                     report.aten_nodes += 1
                     report.torch_flops += c.torch_flops(n)
+        _lap(report, "nodes", clock)
         outs = []
         for o in outs_fx:
             t = c.env[o]
@@ -522,7 +561,16 @@ def convert_inference(cap: Captured, torch: Any, lr: float, name: str,
     report.graph_flops = g.flops()
     live = [t for t in c.views if t.name in g.tensors and g.tensors[t.name].producer]
     report.view_copies = (len(live), sum(t.nbytes for t in live))
+    _lap(report, "graph", clock)
+    report.seconds["trace"] = cap.seconds
     return g, outs[0].name, (), report
+
+
+def _lap(report: ImportReport, part: str, clock: list[float]) -> None:
+    """Add the seconds since `clock[0]` to `report.seconds[part]`; restart the clock."""
+    now = time.perf_counter()
+    report.seconds[part] = report.seconds.get(part, 0.0) + now - clock[0]
+    clock[0] = now
 
 
 def _summed(grads: list[Tensor]) -> Tensor:
