@@ -24,6 +24,8 @@ SCRIPTS = [
     ("Online allocators and fragmentation", ["allocators.py"]),
     ("PyTorch models imported with from_torch: planned bytes per technique",
      ["from_torch.py"]),
+    ("Memory swap beside recomputation: device and host bytes, bytes moved, predicted time",
+     ["swap.py"]),
     ("GPU script, dry run on NumPy (no GPU was lent to this run)", ["gpu.py", "--dry-run"]),
     ("Real models at real sizes from shapes alone, beside the GE blog", ["real_sizes.py"]),
 ]
