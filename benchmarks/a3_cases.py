@@ -1,0 +1,79 @@
+"""Why A3 grades the budgets it grades: the survey behind `MODELS` in
+minigraph/grading/heuristic_grader.py.
+
+    python benchmarks/a3_cases.py              # each model at 80..30% of the total peak
+    python benchmarks/a3_cases.py --weights    # the reference's weight k in
+                                               # (k x ancestor_cost + e*) / (bytes x staleness)
+
+Simulated runs (the same decisions as the grader's real replay), with the grader's own
+runtime and marks (`heuristic_grader.marks`): per case, the compute overhead of a constant
+score (the scale's 0), the reference (the target, 100%), h_DTR and MegEngine's formula
+(the lessons' formulas: the better is 60%), msps and dtr-live, and whether the reference is
+clearly below the lessons' formulas (`CLEAR`): only such a case can pay the last 40 points
+for beating what the lessons show. "thrash": past the thrash limit (x10).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from minigraph.errors import BudgetError, ThrashError
+from minigraph.grading import heuristic_grader as hg
+from minigraph.grading.reference import reference_function
+
+GRID = (0.8, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3)
+WEIGHTS = (1, 2, 3, 5, 10)
+
+
+def overhead(fn, case: hg.HeuristicCase) -> float | None:
+    program = hg.case_program(case)
+    budget, _ = hg.budget_for(program, case.ratio, case.ratio_of)
+    rt = hg._guarded_runtime_class()(program, budget, fn, thrash_limit=hg.THRASH_LIMIT)
+    try:
+        return rt.run().overhead
+    except (ThrashError, BudgetError):
+        return None
+
+
+def weighted(k: float):
+    def score(t, now):
+        if t.pinned:
+            return math.inf
+        return (k * t.ancestor_cost + t.neighbour_cost) / (t.size * t.staleness)
+    score.__name__ = f"k={k:g}"
+    return score
+
+
+def cell(v: float | None) -> str:
+    return "thrash" if v is None else f"{v:.3f}"
+
+
+def main(args: list[str]) -> int:
+    if reference_function("a3") is None:
+        sys.exit("the reference solution is not here: lessons/assignments/solutions/a3.py")
+    cases = hg.heuristic_cases(ratios=GRID)
+    graded = {c.name for c in hg.heuristic_cases()}
+    if "--weights" in args:
+        cases = [c for c in cases if c.name in graded]
+        print("| case | " + " | ".join(f"k={k}" for k in WEIGHTS) + " |")
+        print("|---" * (len(WEIGHTS) + 1) + "|")
+        for c in cases:
+            print(f"| {c.name} | " + " | ".join(cell(overhead(weighted(k), c))
+                                               for k in WEIGHTS) + " |", flush=True)
+        return 0
+    cols = ("constant", "target", "dtr", "megengine", "msps", "dtr-live")
+    print("| case | " + " | ".join(cols) + " | clear | graded |")
+    print("|---" * (len(cols) + 3) + "|")
+    for c in cases:
+        m = hg.marks(c)
+        values = [m["zero"] if hg.baseline("constant", c) is not None else None,
+                  m["target"]] + [hg.baseline(b, c) for b in cols[2:]]
+        print(f"| {c.name} | " + " | ".join(cell(v) for v in values) +
+              f" | {'yes' if m['clear'] else 'no'} | {'yes' if c.name in graded else ''} |",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
