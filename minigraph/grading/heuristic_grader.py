@@ -27,18 +27,18 @@ the target's, the compute of the instructor's reference solution
 (lessons/assignments/solutions/a3.py: 100%). So typing in what a lesson shows earns at
 most 60, and the last 40 points pay for beating it. The graded budgets (`MODELS`) are
 the tightest two per model where the reference is clearly better than the lessons'
-formulas (by `CLEAR`: its extra compute + 1% at least 5% below theirs); elsewhere the
-reference ties one of them (the chain at every budget, ResNet-50 from 80 to 50%, the
-LSTM at 80%) or one of them is the better (ResNet-50 at 70 and 30%, the Transformer at
-80 and 30%), and such a case would give a lesson's answer full marks. On a case passed
-in that is not so (the chain, a private case, or any case without the reference: the
-students' repository's private ones), the scale ends at the better of the two
-(`case_points`), and the report says so. The reference runs here
-where it is (`reference.reference_function`); in the students' repository its results on
-the public cases ship as numbers (answers.json), never its code. DTR, LRU, MegEngine's
-formula and the constant score are shown for comparison; a run that thrashes counts as
-the thrash limit (x10) in the table's geometric mean, and as the constant's mark when
-the constant thrashes.
+formulas (by `CLEAR`: its extra compute + 1% at least 5% below theirs), in a survey
+from 80% down to 30%; elsewhere the reference ties one of them (the chain at every
+budget, ResNet-50 at 80, 60 and 50%, the LSTM at 80%) or is beaten (ResNet-50 at 70 and
+30%, the Transformer at 80 and 30%), and such a case would give a lesson's answer full
+marks. On a case passed in that is not so (the chain, a private case where the reference
+does not win, any case without the reference: the students' repository's private ones),
+the scale ends at the better of the two (`case_points`), and the report says so. The
+reference runs here where it is (`reference.reference_function`); in the students'
+repository its results on the public cases ship as numbers (answers.json), never its
+code. DTR, LRU, MegEngine's formula and the constant score are shown for comparison; a
+run that thrashes counts as the thrash limit (x10) in the table's geometric mean, and as
+the constant's mark when the constant thrashes.
 """
 
 from __future__ import annotations
