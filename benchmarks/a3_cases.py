@@ -2,8 +2,6 @@
 minigraph/grading/heuristic_grader.py.
 
     python benchmarks/a3_cases.py              # each model at 80..30% of the total peak
-    python benchmarks/a3_cases.py --weights    # the reference's weight k in
-                                               # (k x ancestor_cost + e*) / (bytes x staleness)
     python benchmarks/a3_cases.py --scores     # what the grader (`check_heuristic`, real
                                                # runs) gives the reference, h_DTR typed in,
                                                # a constant and the library's heuristics
@@ -13,7 +11,9 @@ runtime and marks (`heuristic_grader.marks`): per case, the compute overhead of 
 score (the scale's 0), the reference (the target, 100%), h_DTR and MegEngine's formula
 (the lessons' formulas: the better is 60%), msps and dtr-live, and whether the reference is
 clearly below the lessons' formulas (`CLEAR`): only such a case can pay the last 40 points
-for beating what the lessons show. "thrash": past the thrash limit (x10).
+for beating what the lessons show. "thrash": past the thrash limit (x10). It reads
+nothing of the reference but its compute (the survey of the reference's own choice lives
+with it, withheld from students: `python lessons/assignments/solutions/a3.py`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from minigraph.grading.reference import reference_function
 from minigraph.runtime.dtr.heuristics import HEURISTICS
 
 GRID = (0.8, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3)
-WEIGHTS = (1, 2, 3, 5, 10)
 
 
 def overhead(fn, case: hg.HeuristicCase) -> float | None:
@@ -38,15 +37,6 @@ def overhead(fn, case: hg.HeuristicCase) -> float | None:
         return rt.run().overhead
     except (ThrashError, BudgetError):
         return None
-
-
-def weighted(k: float):
-    def score(t, now):
-        if t.pinned:
-            return math.inf
-        return (k * t.ancestor_cost + t.neighbour_cost) / (t.size * t.staleness)
-    score.__name__ = f"k={k:g}"
-    return score
 
 
 def cell(v: float | None) -> str:
@@ -88,14 +78,6 @@ def main(args: list[str]) -> int:
         return 0
     cases = hg.heuristic_cases(ratios=GRID)
     graded = {c.name for c in hg.heuristic_cases()}
-    if "--weights" in args:
-        cases = [c for c in cases if c.name in graded]
-        print("| case | " + " | ".join(f"k={k}" for k in WEIGHTS) + " |")
-        print("|---" * (len(WEIGHTS) + 1) + "|")
-        for c in cases:
-            print(f"| {c.name} | " + " | ".join(cell(overhead(weighted(k), c))
-                                               for k in WEIGHTS) + " |", flush=True)
-        return 0
     cols = ("constant", "target", "dtr", "megengine", "msps", "dtr-live")
     print("| case | " + " | ".join(cols) + " | clear | graded |")
     print("|---" * (len(cols) + 3) + "|")
