@@ -12,12 +12,12 @@ so evicting it WILL cost bringing it back - its own cost and the evicted ancesto
 in, `t.ancestor_cost` (Capuchin's numerator) - while an evicted descendant may never be
 needed again (lesson 07's dead tensors, which `dtr-live` stops charging). So the sure part
 weighs three times the possible part: 3 x ancestor_cost + e*. The weight is the one
-thing this answer tunes (`python lessons/assignments/solutions/a3.py` prints the survey
-on the graded cases): 1 (which already counts the sure part twice, with h_DTR's e*) and 2
-need more compute on most cases, the LSTM's the most; 5, the descendants all but
-ignored, is better on the LSTM but costs ResNet-50 at 35% far more; at 10 the LSTM at
-40% thrashes. 3 is the best of them on the cases taken together, not on each one. As in MegEngine's
-find_best_tensor [MegEngine 2021], a pinned tensor is never a candidate.
+thing this answer tunes (`python lessons/assignments/solutions/a3_weights.py` prints the
+survey on the graded cases): 1 (which already counts the sure part twice, with h_DTR's
+e*) and 2 need more compute on most cases, the LSTM's the most; 5, the descendants all
+but ignored, is better on the LSTM but costs ResNet-50 at 35% far more; at 10 the LSTM
+at 40% thrashes. 3 is the best of them on the cases taken together, not on each one. As in
+MegEngine's find_best_tensor [MegEngine 2021], a pinned tensor is never a candidate.
 """
 
 import math
@@ -29,25 +29,3 @@ def my_heuristic(t, now):
         return math.inf
     return (3 * t.ancestor_cost + t.neighbour_cost) / (t.size * t.staleness)
 
-
-def weighted(k):
-    """The family this answer picks from: (k x ancestor_cost + e*) / (bytes x staleness)."""
-    def score(t, now):
-        if t.pinned:
-            return math.inf
-        return (k * t.ancestor_cost + t.neighbour_cost) / (t.size * t.staleness)
-    return score
-
-
-if __name__ == "__main__":      # the survey of k on the graded cases (simulated runs)
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from benchmarks.a3_cases import cell, overhead
-    from minigraph.grading.heuristic_grader import heuristic_cases
-    weights = (1, 2, 3, 5, 10)
-    print("| case | " + " | ".join(f"k={k}" for k in weights) + " |")
-    print("|---" * (len(weights) + 1) + "|")
-    for case in heuristic_cases():
-        print(f"| {case.name} | " + " | ".join(cell(overhead(weighted(k), case))
-                                               for k in weights) + " |", flush=True)
