@@ -188,8 +188,9 @@ except Exception as e:           # the run thrashed or got stuck: the check says
 # ## Check
 #
 # The report ends with the table of compute overheads on every case: yours, the target's
-# (the reference heuristic's), DTR's, LRU's and MegEngine's. The number under the report is your score out of 100: what nbgrader counts as
-# this cell's points when your instructor grades with it.
+# (the reference heuristic's: 100% of the case), DTR's and MegEngine's (the better is
+# 60%), LRU's, and a constant score's (0%). The number under the report is your score out
+# of 100: what nbgrader counts as this cell's points when your instructor grades with it.
 
 # %% tags=["check"] nbgrader={"grade": true, "grade_id": "check_heuristic", "locked": true, "points": 100, "schema_version": 3, "solution": false}
 from minigraph.grading import check_heuristic   # again: no name defined above stands in for it
