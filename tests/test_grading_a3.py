@@ -86,10 +86,11 @@ def test_the_scale_runs_through_its_three_marks() -> None:
     assert all(a >= b for a, b in zip(shares, shares[1:]))          # more compute: less
     between = hg.case_points(1.12, m)
     assert hg.LESSON_SHARE < between < 1.0
-    # Not clear (the target no better than the lessons' formula): 0 to 1, nothing between.
-    tie = {**m, "target": 1.2, "clear": False}
-    assert hg.case_points(1.2, tie) == 1.0 and hg.case_points(9.0, tie) == 0.0
-    assert 0 < hg.case_points(2.0, tie) < 1
+    # Not clear (the target no better than the lessons' formula): 0 to 1 at the target,
+    # nothing between; the reference scores 100 on any case.
+    tie = {**m, "target": 1.21, "clear": False}
+    assert hg.case_points(1.21, tie) == hg.case_points(1.2, tie) == 1.0
+    assert hg.case_points(9.0, tie) == 0.0 and 0 < hg.case_points(2.0, tie) < 1
 
 
 @needs_reference

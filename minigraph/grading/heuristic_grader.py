@@ -33,7 +33,8 @@ budget, ResNet-50 at 80, 60 and 50%, the LSTM at 80%) or is beaten (ResNet-50 at
 30%, the Transformer at 80 and 30%), and such a case would give a lesson's answer full
 marks. On a case passed in that is not so (the chain, a private case where the reference
 does not win, any case without the reference: the students' repository's private ones),
-the scale ends at the better of the two (`case_points`), and the report says so. The
+the scale runs from the constant's (0) to the target's (100%) with no mark between
+(`case_points`), and the report says so. The
 reference runs here where it is (`reference.reference_function`); in the students'
 repository its results on the public cases ship as numbers (answers.json), never its
 code. DTR, LRU, MegEngine's formula and the constant score are shown for comparison; a
@@ -542,10 +543,10 @@ def case_points(mine: float, m: dict[str, Any]) -> float:
     `marks`, linear in log(extra compute + SLACK): 1 at or below the target; where the
     case is `clear`, LESSON_SHARE at the lessons' formula's compute, and in proportion
     between it and the target; 0 at or above the constant score's, in proportion up to
-    the lessons' formula's (or, on a case that is not clear, up to the better of the
-    target and the lessons' formula, which is then full marks)."""
+    the lessons' formula's (or, on a case that is not clear, up to the target: the
+    reference scores 100 everywhere, and there a lesson's formula close to it may too)."""
     x = _log_extra(mine)
-    top = m["target"] if m["clear"] else min(m["target"], m["lesson"])
+    top = m["target"]
     if x <= _log_extra(top) + 1e-12:
         return 1.0
     zero = _log_extra(m["zero"])
@@ -612,7 +613,7 @@ def check_heuristic(fn: Callable, *, cases: Sequence[HeuristicCase] | None = Non
         report.notes.append(f"on {', '.join(unclear[:6])}{', ...' if len(unclear) > 6 else ''}"
                             " the target is not clearly below the lessons' formulas' "
                             "compute: there the scale runs from a constant score's (0%) to "
-                            "the better of the two (100%)")
+                            "the target's (100%), with no 60% mark between")
     if skipped:
         report.notes.append(f"{len(skipped)} cases left out because DTR's own heuristic "
                             f"does not finish them within the thrash limit: "
@@ -715,8 +716,8 @@ def judge_run(case: HeuristicCase, out: Outcome) -> CaseResult:
         f"correct, but compute x{mine:.3f} against the target's x{m['target']:.3f} (the "
         f"lessons' formula: x{m['lesson']:.3f}, {LESSON_SHARE:.0%} of the case; a "
         f"constant score: x{m['zero']:.3f}, 0%)" if m["clear"] else
-        f"correct, but compute x{mine:.3f} against the target's "
-        f"x{min(m['target'], m['lesson']):.3f} (a constant score: x{m['zero']:.3f}, 0%)")
+        f"correct, but compute x{mine:.3f} against the target's x{m['target']:.3f} (a "
+        f"constant score: x{m['zero']:.3f}, 0%)")
     return CaseResult(case.name, case.source, True, share, msg, out.seconds, metrics)
 
 
