@@ -34,7 +34,6 @@ from minigraph.grading.runner import ddmin, one_blas_thread, run_case, time_scal
 from minigraph.grading.sandbox import ASSIGNMENTS, grade
 from minigraph.memory import Buffer
 from minigraph.memory.instances import random_buffers
-from minigraph.runtime.dtr.heuristics import HEURISTICS
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGN = ROOT / "lessons" / "assignments"
@@ -62,7 +61,7 @@ def my_heuristic():
 
 @pytest.fixture(scope="module")
 def chain_cases():
-    return heuristic_cases(models=())
+    return heuristic_cases(models=(), chain=True)   # ungraded since issue 50: quick
 
 
 # ---------------------------------------------------------------------------------------
@@ -114,11 +113,11 @@ def test_reference_planner_gets_full_marks_and_a_leaderboard(my_planner) -> None
 def test_reference_heuristic_gets_full_marks(my_heuristic) -> None:
     report = check_heuristic(my_heuristic)
     assert report.full_marks, report.summary()
-    # Every case is graded: DTR's own heuristic finishes the chain and the three models
-    # at 80/60/40% of the total peak, so none is left out.
+    # Every case is graded: DTR's own heuristic finishes the three models at their two
+    # budgets each (heuristic_grader.MODELS), so none is left out.
     assert [c.name for c in report.cases] == [
-        f"{m}/{r}%" for m in ("chain24", "resnet50", "transformer", "lstm")
-        for r in (80, 60, 40)], report.summary()
+        "resnet50/40%", "resnet50/35%", "transformer/40%", "transformer/35%", "lstm/50%",
+        "lstm/40%"], report.summary()
     assert not any("left out" in note for note in report.notes), report.summary()
     assert "TOTAL no-rematerialisation peak" in report.summary()
     # A baseline that thrashes is shown, and counted as the thrash limit in the mean.
@@ -147,8 +146,6 @@ def test_heuristic_runs_real_kernels_and_compares_outputs(my_heuristic) -> None:
 # ---------------------------------------------------------------------------------------
 
 LIBRARY_MARK_A1 = 25      # the library's liveness, copied: 20 (the cases without recomputation)
-SHOWN_MARK_A3 = 95        # no library heuristic reaches it (dtr-live 91.24); h_DTR as lesson
-                          # 07 shows it: 83.31 (91.6 when a correct run paid half a case)
 
 
 def test_the_librarys_liveness_scores_below_the_stated_mark(my_liveness) -> None:
@@ -166,20 +163,6 @@ def test_the_librarys_liveness_scores_below_the_stated_mark(my_liveness) -> None
         assert result.passed == (len(set(case.schedule)) == len(case.schedule)), case.name
     assert "lists node" in report.first_failure.message          # liveness refuses a repeat
     assert check_liveness(my_liveness).full_marks
-
-
-def test_the_shown_formula_scores_below_the_stated_mark(my_heuristic) -> None:
-    def shown(t, now):
-        return math.inf if t.pinned else (t.cost + t.neighbour_cost) / (t.size * t.staleness)
-
-    report = check_heuristic(shown, progress=False)
-    assert report.n_passed == report.total, report.summary()        # correct on every case
-    assert 75 < report.score < SHOWN_MARK_A3, report.summary()
-    # It is DTR's own heuristic: the target (the reference's) beats it on most cases.
-    rows = [r for r in report.comparison if r["case"] != "geometric mean"]
-    assert all(r["shown (you)"] == r["dtr"] for r in rows)
-    assert sum(r["target"] < r["dtr"] - 1e-9 for r in rows) >= len(rows) // 2
-    assert check_heuristic(my_heuristic, progress=False).full_marks
 
 
 TRIVIAL_MARK = 20        # issue 50: the trivial answer scores at most this
@@ -214,22 +197,7 @@ def test_the_arena_share_is_linear_from_no_reuse_to_the_baseline() -> None:
     assert arena_share(100, 100, 100) == 1.0 and arena_share(120, 100, 100) == 0.0
 
 
-def test_a_constant_heuristic_scores_at_most_20() -> None:
-    # A3 pays for compute saved, with a correct run as the gate: a constant score scored
-    # 43 when finishing paid half of each case.
-    def constant(t, now):
-        return math.inf if t.pinned else 0.0
-
-    report = check_heuristic(constant, progress=False)
-    assert 0 < report.score <= TRIVIAL_MARK, report.summary()
-
-
-@pytest.mark.parametrize("name", [n for n, h in HEURISTICS.items() if not h.window])
-def test_no_heuristic_of_the_library_reaches_the_target(name) -> None:
-    def library(t, now):
-        return math.inf if t.pinned else HEURISTICS[name](t, now)
-
-    assert check_heuristic(library, progress=False).score < SHOWN_MARK_A3
+# A3's marks (constant, h_DTR, the library's heuristics): tests/test_grading_a3.py
 
 
 def test_the_shipped_answers_are_the_reference_solutions() -> None:
@@ -268,7 +236,7 @@ def test_without_the_reference_the_public_cases_grade_the_same(my_liveness, my_h
     with pytest.raises(GradingError, match="reference solution"):
         check_liveness(my_liveness, seed=5)
     assert liveness_case(wrong[0].name).schedule == wrong[0].schedule
-    report = check_heuristic(my_heuristic, cases=chain_cases, progress=False)
+    report = check_heuristic(my_heuristic, cases=heuristic_cases()[:1], progress=False)
     assert report.full_marks and not report.notes, report.summary()
 
 

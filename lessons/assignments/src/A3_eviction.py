@@ -26,11 +26,13 @@
 # that reads or writes it runs: evicting it would pull its bytes from under the kernel.
 #
 # **h_DTR is where you start, not where you finish.** Typed in as it stands, it passes
-# every case and scores about 83: the full marks of each case go to a heuristic that needs
-# no more compute than the *target*, your instructor's reference heuristic, which beats
-# h_DTR on most of the graded models (its numbers are in the check's table; its code is
-# not yours to read). Ask what h_DTR weighs alike that is not alike, and what the fields
-# below tell you that it ignores.
+# every case and scores at most 60 - and so does MegEngine's formula: each case's 60% mark
+# is the compute of the better of the two, the formulas the lessons show. The last 40
+# points of a case go to needing less compute than that, all of them to needing no more
+# than the *target*, your instructor's reference heuristic, which is clearly better than
+# both on every graded case (its numbers are in the check's table; its code is not yours
+# to read). Ask what h_DTR weighs alike that is not alike, and what the fields below tell
+# you that it ignores.
 #
 # **What `t` offers** (read-only; costs in FLOPs, `now` on the same clock):
 #
@@ -56,19 +58,29 @@
 # the bytes that stay outside it (`Bounds.arena_budget(0.4, "total")`).
 #
 # **Scoring.** Each case runs a model's training step for real (NumPy kernels, one arena
-# of exactly the budget) at 80%, 60% and 40% of the total peak: the DTR paper's linear
-# chain and three models of the zoo - ResNet-50, an 8-layer Transformer and an LSTM
-# unrolled over 48 steps, small enough that a run takes a second or two - and, where your
+# of exactly the budget) under a tight budget: three models of the zoo - ResNet-50 at 40%
+# and 35% of the total peak, an 8-layer Transformer at 40% and 35%, an LSTM unrolled over
+# 48 steps at 50% and 40%, small enough that a run takes a second or two - and, where your
 # instructor adds them, programs you have not seen. A case passes when the run finishes, no
 # pinned tensor was chosen, every score was a number, and the outputs equal a plain run's
-# bit for bit; finishing alone earns nothing. A passing case's points compare your *extra
+# bit for bit; finishing alone earns nothing. A passing case's points read your *extra
 # compute* (compute overhead - 1; the overhead is total compute / compute without
-# recomputation) with the target's: full when yours is no larger, else (the target's + 1%)
-# / (yours + 1%). DTR's,
-# LRU's and MegEngine's overheads are shown beside; a run that thrashes (stops at 10x the
-# compute without recomputation) counts as x10 in the table's geometric mean. Which tensor
-# is cheap to recompute matters, not only which was used last: the chain below shows what
-# LRU costs next to DTR, and the check's table shows it on every graded case.
+# recomputation) on a scale with three marks, measured on that case:
+#
+# | your extra compute | points of the case |
+# |---|---|
+# | a constant score's, or more (the trivial answer) | 0% |
+# | the lessons' formula's: the better of h_DTR and MegEngine's | 60% |
+# | the target's, or less | 100% |
+#
+# and in proportion in between, on a log scale of extra compute + 1% (halving your extra
+# compute is worth the same everywhere; the 1% keeps a gap of a thousandth from costing
+# much). The check's table shows each mark: `target`, `dtr`, `megengine` and `constant`,
+# with LRU's beside; a run that thrashes (stops at 10x the compute without
+# recomputation) counts as x10 in the table's geometric mean. Which tensor is cheap to
+# recompute matters, not only which was used last: the chain below (not graded: every
+# heuristic of note ties on it) shows what LRU costs next to DTR, and the check's table
+# shows it on every graded case.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import math
@@ -176,8 +188,9 @@ except Exception as e:           # the run thrashed or got stuck: the check says
 # ## Check
 #
 # The report ends with the table of compute overheads on every case: yours, the target's
-# (the reference heuristic's), DTR's, LRU's and MegEngine's. The number under the report is your score out of 100: what nbgrader counts as
-# this cell's points when your instructor grades with it.
+# (the reference heuristic's: 100% of the case), DTR's and MegEngine's (the better is
+# 60%), LRU's, and a constant score's (0%). The number under the report is your score out
+# of 100: what nbgrader counts as this cell's points when your instructor grades with it.
 
 # %% tags=["check"] nbgrader={"grade": true, "grade_id": "check_heuristic", "locked": true, "points": 100, "schema_version": 3, "solution": false}
 from minigraph.grading import check_heuristic   # again: no name defined above stands in for it
