@@ -21,6 +21,8 @@ from the first copy's birth to the last copy's death.
 
 import numpy as np
 
+from minigraph.ops.registry import get_op  # which (output, input) pairs an op declares
+
 PLANNED = ("activation", "gradient")
 
 
@@ -59,7 +61,6 @@ def my_liveness(graph, schedule, alignment=512, inplace=False):
 
     handovers, gives, takes = [], set(), set()
     if inplace:
-        from minigraph.ops.registry import get_op
         made = {name: 0 for name in graph.tensors}           # copies made so far, per tensor
         for step, run in enumerate(schedule):
             node = graph.node(run)
