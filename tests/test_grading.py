@@ -746,7 +746,7 @@ def test_grade_loads_py_and_notebook_files(tmp_path) -> None:
 def test_command_line_exit_status(tmp_path, capsys) -> None:
     from minigraph.grading.sandbox.command import main
     stub = tmp_path / "stub.py"
-    stub.write_text("def my_liveness(graph, schedule, alignment=512):\n"
+    stub.write_text("def my_liveness(graph, schedule, alignment=512, inplace=False):\n"
                     "    raise NotImplementedError\n")
     out = tmp_path / "report.json"
     assert main(["a1", str(stub), "--json", str(out)]) == 1

@@ -133,9 +133,8 @@ def _unpack(answer: Answer) -> tuple[dict[str, Copies], int, list[Handover] | No
 # ---------------------------------------------------------------------------------------
 
 def _run(fn: Callable, case: GraphCase, time_limit: float, mode: str) -> Outcome:
-    return run_case(fn, (case.graph, list(case.schedule), case.alignment),
-                    {"inplace": True} if case.inplace else None,
-                    time_limit=time_limit, mode=mode)
+    args = (case.graph, list(case.schedule), case.alignment) + ((True,) if case.inplace else ())
+    return run_case(fn, args, time_limit=time_limit, mode=mode)     # part B: inplace=True
 
 
 def _judge(case: GraphCase, out: Outcome) -> CaseResult:
