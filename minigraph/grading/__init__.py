@@ -3,7 +3,7 @@
 In a notebook (the function is the notebook's own, checked in this process):
 
     from minigraph.grading import check_liveness, check_planner, check_heuristic
-    check_liveness(my_liveness)      # A1: every tensor's [start, end] and bytes, the minimum
+    check_liveness(my_liveness)      # A1: every copy's [start, end, bytes], hand-overs, minimum
     check_planner(my_planner)        # A2: offsets for a list of Buffers
     check_heuristic(my_heuristic)    # A3: an eviction score for DTR (prints each case)
     my_planner = load_solution("my_planner", default=my_planner)   # MINIGRAPH_SOLUTION (`loader`)

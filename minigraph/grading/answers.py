@@ -5,8 +5,9 @@ students' repository, where the grader has no reference solution to run.
     python -m minigraph.grading.answers --check    # exit 1 unless it is what they answer now
 
 A1: every public and generated case of seed 0 - its fingerprint and the digest of the
-expected answer (`reference.answer_digest`: the copies and the minimum cannot be read
-back). A3: each public case's arena budget and the reference
+expected answer (`reference.answer_digest`: the copies, the hand-overs and the minimum
+cannot be read back); part B's cases also the digest of the copies alone
+(`reference.copies_digest`). A3: each public case's arena budget and the reference
 heuristic's compute overhead (the target). Run it after changing a case or a reference
 solution; tests/test_grading.py checks that the file is current.
 """
@@ -19,8 +20,8 @@ import sys
 from ..files import write_text
 from .cases import liveness_cases
 from .heuristic_grader import budget_for, case_program, heuristic_cases, reference_overhead
-from .liveness_grader import expected
-from .reference import ANSWERS, answer_digest, fingerprint, reference_function
+from .liveness_grader import case_key, expected
+from .reference import ANSWERS, answer_digest, copies_digest, reference_function
 
 
 def compute() -> dict:
@@ -29,9 +30,12 @@ def compute() -> dict:
         raise SystemExit("the reference solutions are not here: lessons/assignments/solutions/")
     a1 = {}
     for case in liveness_cases():
-        intervals, minimum = expected(case)
-        key = fingerprint(case.graph, case.schedule, case.alignment)
-        a1[case.name] = {"key": key, "digest": answer_digest(key, intervals, minimum)}
+        intervals, minimum, *handovers = expected(case)
+        key = case_key(case)
+        a1[case.name] = {"key": key, "digest": answer_digest(key, intervals, minimum,
+                                                             *handovers)}
+        if case.inplace:
+            a1[case.name]["copies"] = copies_digest(key, intervals)
     a3 = {}
     for case in heuristic_cases():
         budget, _ = budget_for(case_program(case), case.ratio, case.ratio_of)

@@ -28,6 +28,7 @@ from ..feeds import random_feeds
 from ..files import atomic_open, write_text
 from ..graph import Graph, Node, TensorInfo, constant, input, name_scope, param
 from ..memory.buffers import Buffer
+from ..memory.inplace import declared_pairs, operand_refusal
 from ..memory.instances import ge_worked_example, hard_instance, random_buffers
 from ..memory.liveness import liveness
 from ..memory.plan import offset_alignment
@@ -47,6 +48,7 @@ class GraphCase:
     alignment: int = 512
     source: str = "public"
     feeds: Callable[[], dict] | None = field(default=None, repr=False)
+    inplace: bool = False     # A1 part B: the hand-overs too (`liveness_grader`)
 
 
 @dataclass
@@ -255,26 +257,47 @@ def public_graphs() -> list[PublicGraph]:
 
 
 def liveness_cases(seed: int = 0, generated: int = 24) -> list[GraphCase]:
-    """Assignment 1: each public graph in program order (lesson 02's rules, no
+    """Assignment 1. Part A: each public graph in program order (lesson 02's rules, no
     recomputation), then in program and random orders with recomputations
     (`recompute_schedule`), at three alignments; then `generated` random graphs with
-    recomputations (seeded by `seed`)."""
+    recomputations (seeded by `seed`). Part B: the same public graphs and schedules with
+    in-place hand-overs (`inplace`), then `generated` other random graphs."""
     cases = []
-    for p in public_graphs():
-        g, name = p.graph, p.name
-        prog = tuple(n.name for n in g.nodes)
-        cases.append(GraphCase(f"{name}/program/align512", g, prog, 512))
-        cases.append(GraphCase(f"{name}/recompute/align1", g,
-                               recompute_schedule(g, seed, prog), 1))
-        cases.append(GraphCase(f"{name}/random-order+recompute/align64", g,
-                               recompute_schedule(g, seed + 1), 64))
-    rng = random.Random(seed)
-    for _ in range(generated):
-        s = rng.randrange(2 ** 31)
-        g = random_graph(s, nodes=rng.randint(1, 14), backward=rng.random() < 0.7)
-        cases.append(GraphCase(f"random-graph/seed{s}", g, recompute_schedule(g, s),
-                               rng.choice((1, 4, 64, 512)), "generated"))
+    for inplace in (False, True):
+        tag = "+inplace" if inplace else ""
+        for p in public_graphs():
+            g, name = p.graph, p.name
+            prog = tuple(n.name for n in g.nodes)
+            cases.append(GraphCase(f"{name}/program{tag}/align512", g, prog, 512,
+                                   inplace=inplace))
+            cases.append(GraphCase(f"{name}/recompute{tag}/align1", g,
+                                   recompute_schedule(g, seed, prog), 1, inplace=inplace))
+            cases.append(GraphCase(f"{name}/random-order+recompute{tag}/align64", g,
+                                   recompute_schedule(g, seed + 1), 64, inplace=inplace))
+    for inplace in (False, True):
+        rng = random.Random(seed if not inplace else f"{seed}/inplace")
+        made = 0
+        while made < generated:
+            s = rng.randrange(2 ** 31)
+            g = random_graph(s, nodes=rng.randint(1, 14), backward=rng.random() < 0.7)
+            align = rng.choice((1, 4, 64, 512))
+            if inplace and not may_hand_over(g):
+                continue              # part B: only graphs where a hand-over can be
+            cases.append(GraphCase(f"random-graph/seed{s}{'+inplace' if inplace else ''}",
+                                   g, recompute_schedule(g, s), align, "generated",
+                                   inplace=inplace))
+            made += 1
     return cases
+
+
+def may_hand_over(graph: Graph) -> bool:
+    """Whether some node may write an output over an input whatever the schedule (an op's
+    declared pair of two planned tensors of one dtype and size, read through one operand:
+    `memory.inplace`'s clauses that do not depend on the order)."""
+    def planned(n: str) -> bool:
+        return graph.tensors[n].kind in ("activation", "gradient") and n not in graph.outputs
+    return any(planned(x) and planned(y) and not operand_refusal(graph, node, x, y)
+               for node in graph.nodes for x, y in declared_pairs(node))
 
 
 def liveness_case(name: str, seed: int = 0) -> GraphCase:
@@ -393,10 +416,14 @@ def graph_from_json(d: dict) -> Graph:
 
 
 def write_graph_case(path: str | os.PathLike, graph: Graph,
-                     schedule: Sequence[str] | None = None, alignment: int = 512) -> None:
-    """Save a graph case (for `a1/` or `a2/` of a private case directory)."""
+                     schedule: Sequence[str] | None = None, alignment: int = 512,
+                     inplace: bool = False) -> None:
+    """Save a graph case (for `a1/` or `a2/` of a private case directory); `inplace`:
+    an A1 part B case (the hand-overs too)."""
     d = {"graph": graph_to_json(graph), "alignment": alignment,
          "schedule": list(schedule) if schedule is not None else None}
+    if inplace:
+        d["inplace"] = True
     write_text(path, json.dumps(d, indent=1))
 
 
@@ -423,7 +450,8 @@ def _read_graph_case(path: Path) -> GraphCase:
     d = json.loads(path.read_text())
     g = graph_from_json(d["graph"] if "graph" in d else d)
     sched = tuple(d.get("schedule") or (n.name for n in g.nodes))
-    return GraphCase(f"private/{path.stem}", g, sched, int(d.get("alignment", 512)), "private")
+    return GraphCase(f"private/{path.stem}", g, sched, int(d.get("alignment", 512)), "private",
+                     inplace=bool(d.get("inplace", False)))
 
 
 def private_dir(private: str | os.PathLike | int | None = None) -> tuple[Path | None,
@@ -451,7 +479,7 @@ def private_liveness_cases(private=None) -> list[GraphCase]:
     if root is not None and (root / "a1").is_dir():
         cases += [_read_graph_case(p) for p in sorted((root / "a1").glob("*.json"))]
     if seed is not None:
-        for c in liveness_cases(seed, generated=12)[-12:]:
+        for c in [c for c in liveness_cases(seed, generated=6) if c.source == "generated"]:
             c.name, c.source = f"private/{c.name}", "private"
             cases.append(c)
     return cases

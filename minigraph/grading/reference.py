@@ -7,9 +7,9 @@ Gradescope's autograder) the grader runs them, in its own process (they are trus
 every case, private ones included. Where they are not, the grader uses what they gave on
 the public cases, shipped with the package (`answers.json`, written by `answers`); the
 private cases are graded where the instructor is. A1's answers ship only as a digest
-(`answer_digest`), never readable: a submission that looks them up finds nothing to
-copy. A3's ship as numbers (each case's budget and the target's overhead): a target is
-no answer.
+(`answer_digest`; in part B also one of the copies alone, `copies_digest`), never
+readable: a submission that looks them up finds nothing to copy. A3's ship as numbers
+(each case's budget and the target's overhead): a target is no answer.
 """
 
 from __future__ import annotations
@@ -68,26 +68,38 @@ ANSWERS = Path(__file__).with_name("answers.json")
 
 @functools.cache
 def shipped() -> dict:
-    """answers.json: {"a1": {case name: {"key", "digest"}}, "a3": {case name: [budget,
-    overhead]}}; empty where it is missing."""
+    """answers.json: {"a1": {case name: {"key", "digest"} (part B: and "copies")}, "a3":
+    {case name: [budget, overhead]}}; empty where it is missing."""
     if not ANSWERS.is_file():
         return {}
     return json.loads(ANSWERS.read_text(encoding="utf-8"))
 
 
-def fingerprint(graph: Any, schedule: Sequence[str], alignment: int) -> str:
-    """A digest of an A1 case - the graph, the schedule, the alignment - so that a case
-    changed since its answer was shipped is never judged by that answer."""
-    text = json.dumps([graph_to_json(graph), list(schedule), alignment], sort_keys=True,
-                      default=str)
+def fingerprint(graph: Any, schedule: Sequence[str], alignment: int,
+                inplace: bool = False) -> str:
+    """A digest of an A1 case - the graph, the schedule, the alignment, and for part B
+    that it asks for the hand-overs - so that a case changed since its answer was
+    shipped is never judged by that answer."""
+    case = [graph_to_json(graph), list(schedule), alignment] + (["inplace"] if inplace else [])
+    text = json.dumps(case, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def answer_digest(key: str, intervals: dict[str, Sequence[Sequence[int]]], minimum: int) -> str:
-    """A digest of an A1 answer - every tensor's copies and the minimum - for the case of
-    fingerprint `key`: two answers have the same digest exactly when they are equal, and
-    the digest does not give the answer back (the copies of a whole case are far too many
-    to try)."""
-    text = json.dumps([key, sorted((str(n), [[int(x) for x in c] for c in copies])
-                                   for n, copies in intervals.items()), int(minimum)])
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+def answer_digest(key: str, intervals: dict[str, Sequence[Sequence[int]]], minimum: int,
+                  handovers: Sequence | None = None) -> str:
+    """A digest of an A1 answer - every tensor's copies, the minimum, and in part B the
+    hand-overs ((input, copy), (output, copy)) in any order - for the case of fingerprint
+    `key`: two answers have the same digest exactly when they are equal, and the digest
+    does not give the answer back (the copies of a whole case are far too many to try)."""
+    answer = [key, sorted((str(n), [[int(x) for x in c] for c in copies])
+                          for n, copies in intervals.items()), int(minimum)]
+    if handovers is not None:
+        answer.append(sorted([[str(x), int(i)], [str(y), int(j)]]
+                             for (x, i), (y, j) in handovers))
+    return hashlib.blake2b(json.dumps(answer).encode(), digest_size=16).hexdigest()
+
+
+def copies_digest(key: str, intervals: dict[str, Sequence[Sequence[int]]]) -> str:
+    """A digest of the copies alone (part B ships it beside the whole answer's, so that
+    the students' repository can tell right copies from right hand-overs)."""
+    return answer_digest(f"{key}/copies", intervals, 0)
