@@ -83,6 +83,12 @@ ROUTES = [   # (assignment, the file, what the report's reason names)
      "ForbiddenImport: your file imports minigraph.memory.liveness"),
     ("a1", "import minigraph\nL = minigraph.liveness\n" + A1_LIVENESS,
      "ForbiddenCall: your file ran minigraph.memory.liveness.liveness"),
+    ("a1", "from minigraph.memory.inplace import declared_pairs\n" + A1_LIVENESS,
+     "ForbiddenImport: your file imports minigraph.memory.inplace.declared_pairs"),
+    ("a1", "import sys\ndef my_liveness(graph, schedule, alignment=512, inplace=False):\n"
+           "    sys.modules['minigraph.memory.inplace'].declared_pairs(graph, graph.nodes[0])"
+           "\n    return {}, 0\n",   # part B's legality rule, the library's
+     "ForbiddenCall: your file ran minigraph.memory.inplace.declared_pairs"),
     ("a3", "from minigraph.runtime.dtr.heuristics import dtr as H\n" + A3_HEURISTIC,
      "ForbiddenImport: your file imports minigraph.runtime.dtr.heuristics.dtr"),
     ("a3", "import sys\nH = sys.modules['minigraph.runtime.dtr.heuristics'].dtr\n"
@@ -113,7 +119,8 @@ def test_an_honest_file_with_numpy_math_and_the_notebooks_imports_gets_full_mark
         "a1": "import math\nimport numpy as np\nimport minigraph as mg\n"
               "from minigraph.errors import GraphError\n"
               "from minigraph.grading import check_liveness, load_solution\n"
-              "from minigraph.grading.cases import small_mlp_graph\n",
+              "from minigraph.grading.cases import small_mlp_graph\n"
+              "from minigraph.ops.registry import get_op\n",
         "a2": "import math\nimport numpy as np\nimport minigraph as mg\n"
               "from minigraph.errors import PlanError\n"
               "from minigraph.grading import check_planner, load_solution\n"

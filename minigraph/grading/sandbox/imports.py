@@ -62,7 +62,8 @@ _COMMON: dict[str, frozenset[str]] = {
     "minigraph.grading.cases": frozenset({"small_mlp_graph"}),
 }
 _EXTRA: dict[str, dict[str, frozenset[str]]] = {   # what each notebook imports besides
-    "a1": {"minigraph.grading": frozenset({"check_liveness"})},
+    "a1": {"minigraph.grading": frozenset({"check_liveness"}),
+           "minigraph.ops.registry": frozenset({"get_op"})},    # which pairs an op declares
     "a2": {"minigraph": frozenset({"liveness", "Buffer", "theoretical_minimum"}),
            "minigraph.grading": frozenset({"check_planner"}),
            "minigraph.memory": frozenset({"Buffer", "theoretical_minimum",
@@ -82,7 +83,9 @@ ALLOWED: dict[str, dict[str, frozenset[str]]] = {
 #: assignment -> (what its solvers are called in a message, the modules whose functions
 #: are its solvers, or "module:name" for single functions)
 SOLVERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "a1": ("liveness functions", ("minigraph.memory.liveness",)),
+    "a1": ("liveness and in-place functions", (
+        "minigraph.memory.liveness", "minigraph.memory.inplace",
+        "minigraph.grading.liveness_grader:handover_refusal")),
     "a2": ("planners", ("minigraph.memory.planners", "minigraph.memory.online",
                         "minigraph.memory.api:plan_memory")),
     "a3": ("eviction heuristics", (
