@@ -31,7 +31,7 @@ def few():
     return {"a1": dict(cases=liveness_cases(generated=2)[-3:]),
             "a2": dict(cases=[c for c in planner_cases() if c.graph is not None][:2],
                        leaderboard=False, shrink=False),
-            "a3": dict(cases=heuristic_cases(models=())[:1])}
+            "a3": dict(cases=heuristic_cases(models=(), chain=True)[:1])}
 
 
 A2_PLANNER = """
