@@ -52,6 +52,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = item.nodeid.split("::")[0]
         if path.endswith("test_nbgrader.py"):
             item.add_marker(pytest.mark.xdist_group("nbgrader"))
+        elif path.endswith("test_grading_a1.py"):   # its module fixture grades 6 answers once
+            item.add_marker(pytest.mark.xdist_group("grading_a1"))
         elif path.endswith("test_browser.py") or "run_notebook" in getattr(
                 item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("jupyter"))
