@@ -824,7 +824,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
     # first is not caught, and still gains nothing: the checks run in the grader's process,
     # so it scores what the same planner scores honestly.
     from minigraph.grading.sandbox.command import main
-    scores = {}
+    scores, tests = {}, {}
     for stem, code in (("forged", FORGED_A2), ("bypass", BYPASS_A2), ("honest", HONEST_A2)):
         out = tmp_path / f"{stem}.json"
         rc = main(["a2", str(_submission(tmp_path, code, "py", stem)), "--quiet",
@@ -832,9 +832,13 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
         assert rc == 1
         results = json.loads(out.read_text())
         scores[stem] = results["score"]
+        tests[stem] = [(t["name"], t["score"], t["output"]) for t in results["tests"]]
         _assert_gradescope_format(results)
     assert scores["forged"] == 0
-    assert 0 < scores["bypass"] == scores["honest"] < 10
+    # All at offset 0 scores 0 (it fails every scored case: A2's checks-only cases that
+    # it passes are not scored); the bypass is judged case for case as the honest file.
+    assert scores["bypass"] == scores["honest"] < 10
+    assert tests["bypass"] == tests["honest"] and tests["honest"]
     printed = capsys.readouterr().out
     assert "changes minigraph itself" in printed and "the validator rejects the plan" in printed
 
