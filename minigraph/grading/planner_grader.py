@@ -20,12 +20,13 @@ it. MXNet's refcount planner [Chen 2016], the old full-marks mark, is still show
 The graded cases are those where the reference is clearly better than the lessons'
 planners (`CLEAR`: an arena at least 2% smaller). Elsewhere (most graph cases, the edge
 cases, most random lists: there greedy by size or best fit already reaches the
-theoretical minimum or ties the reference) a case of the default set is a check only: a
-valid plan must be given, a failed one counts as a case with 0 points, and a passed one
-is left out of the score (the report's note counts them) - scored, such a case would give
-a lesson's answer full marks. A case passed in (`cases=`) that is not clear, or a case
-without the reference (the students' repository's private ones), runs from no reuse (0)
-to the target (100%, the lessons' arena where there is no reference) with no mark between.
+theoretical minimum or ties the reference) a public or generated case of the default
+set is a check only: a valid plan must be given, a failed one counts as a case with 0
+points, and a passed one is left out of the score (the report's note counts them) -
+scored, such a case would give a lesson's answer full marks. A private case that is not
+clear, a case passed in (`cases=`) that is not, or a case without the reference (the
+students' repository's private ones) runs from no reuse (0) to the target (100%, the
+lessons' arena where there is no reference) with no mark between, as in A3.
 The reference runs here where it is (`reference.reference_function`); in the students'
 repository its arenas on the public cases of seed 0 ship as numbers (answers.json, with a
 digest of the case's buffers), never its code.
@@ -93,7 +94,8 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
         lambda case, out: judge_plan(case, out, base[case.name], baseline, execute,
                                      scale[case.name])[0],
         max_timeouts, progress)
-    checks = [r.name for r in results if gate_only and r.passed and not scale[r.name]["clear"]]
+    checks = [r.name for r in results if gate_only and r.passed and r.source != "private"
+              and not scale[r.name]["clear"]]
     if gate_only and len(checks) < len(results):
         keep = [k for k, r in enumerate(results) if r.name not in checks]
         cases = [cases[k] for k in keep]
@@ -113,7 +115,7 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
                             "better than the lessons' planners): " + ", ".join(checks[:4])
                             + (", ..." if len(checks) > 4 else ""))
     unclear = [c.name for c in cases if not scale[c.name]["clear"]]
-    if unclear and not gate_only:
+    if unclear:
         report.notes.append(f"on {', '.join(unclear[:6])}{', ...' if len(unclear) > 6 else ''}"
                             " the target is not clearly below the lessons' planners' "
                             "arena: there the scale runs from no reuse (0%) to the target "
