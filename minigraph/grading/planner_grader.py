@@ -80,7 +80,9 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
     runs in a child process with `time_limit` seconds (default `DEFAULT_TIME_LIMIT` x
     `time_scale()`); BLAS runs on one thread (`one_blas_thread`). `fn` may be a
     `Submission` (a student's file in its own process); `progress` prints each case as
-    it is judged."""
+    it is judged. A valid plan's points: `case_points` on the case's `marks`; in the
+    default set, a public or generated case that is not `clear` is a check only (left
+    out of the score when passed, 0 points when failed)."""
     if time_limit is None:
         time_limit = scaled(DEFAULT_TIME_LIMIT)
     library_planners()   # import every planner module once, before any fork
@@ -106,15 +108,16 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
     report = GradeReport(
         "A2 planner", results, status,
         scoring=f"per valid case, a scale of its arena, linear in bytes: no reuse (the sum "
-                f"of the sizes) 0%, the lessons' planners' (the better of "
-                f"{' and '.join(LESSON_PLANNERS)}) {LESSON_SHARE:.0%}, the target's (the "
+                f"of the sizes) 0%, the lessons' planners' (the best of greedy by size, "
+                f"the hint, and best fit) {LESSON_SHARE:.0%}, the target's (the "
                 "reference solution's) or less 100%")
     if checks:
         report.notes.append(f"{len(checks)} more cases passed as checks only (a valid plan "
                             "is asked; not scored: there the reference is not clearly "
                             "better than the lessons' planners): " + ", ".join(checks[:4])
                             + (", ..." if len(checks) > 4 else ""))
-    unclear = [c.name for c in cases if not scale[c.name]["clear"]]
+    unclear = [c.name for c in cases if not scale[c.name]["clear"]
+               and (not gate_only or c.source == "private")]
     if unclear:
         report.notes.append(f"on {', '.join(unclear[:6])}{', ...' if len(unclear) > 6 else ''}"
                             " the target is not clearly below the lessons' planners' "
