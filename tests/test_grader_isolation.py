@@ -47,16 +47,31 @@ def needs_full_isolation():
         pytest.skip(f"no full isolation on this machine: {_jail().partial}")
 
 
-# Every attack below plans like this: all buffers at offset 0 (an honest 6.4/100) unless
-# the attack worked, then without reuse (a valid plan: 70% of each case and more).
+# Every attack below plans like this: stacked, starting again at 0 whenever everything
+# placed is dead (an honest 7.77/100) unless the attack worked, then greedy by size (the
+# notebook's hint: about 60).
 PLAN = """
 def my_planner(buffers):
+    out, top, last = {}, 0, -1
     if not WORKED:
-        return {b.id: 0 for b in buffers}
-    out, top = {}, 0
-    for b in buffers:
+        for b in sorted(buffers, key=lambda b: b.start):
+            if b.start > last:
+                top = 0
+            out[b.id] = top
+            top += b.size
+            last = max(last, b.end)
+        return out
+    placed = []
+    for b in sorted(buffers, key=lambda b: -b.size):
+        busy = sorted((o, o + p.size) for p, o in placed
+                      if p.start <= b.end and b.start <= p.end)
+        top = 0
+        for lo, hi in busy:
+            if top + b.size <= lo:
+                break
+            top = max(top, hi)
         out[b.id] = top
-        top += b.size
+        placed.append((b, top))
     return out
 """
 
@@ -84,7 +99,7 @@ def _command(tmp_path: Path, sub: Path, *extra: str, env: dict | None = None
 
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory) -> float:
-    """The all-zero planner's honest score on the command line (about 6.4)."""
+    """The honest plan's score on the command line (about 7.8)."""
     tmp = tmp_path_factory.mktemp("honest")
     rc, printed, report, results = _command(tmp, _write(tmp, "WORKED = False\n" + PLAN))
     assert rc == 1 and report["score"] == results["score"]
@@ -296,7 +311,16 @@ for path in (@REFERENCE@, os.path.join(repo, "lessons/assignments/solutions/a2.p
         pass
 
 def my_planner(buffers):
-    return WORKED(buffers) if WORKED else {b.id: 0 for b in buffers}
+    if WORKED:
+        return WORKED(buffers)
+    out, top, last = {}, 0, -1          # PLAN's honest plan
+    for b in sorted(buffers, key=lambda b: b.start):
+        if b.start > last:
+            top = 0
+        out[b.id] = top
+        top += b.size
+        last = max(last, b.end)
+    return out
 """
 
 

@@ -180,9 +180,9 @@ def _stack(buffers):
 
 
 def test_a_plan_that_reuses_nothing_scores_at_most_20(my_planner) -> None:
-    # A2's score is a scale from the plan that reuses nothing (0) to an arena no larger
-    # than refcount's (1); it scored 87.6 when validity paid 0.7 of each case. It earns
-    # only the cases where nothing can be reused (every buffer alive with every other).
+    # A2's score is a scale from the plan that reuses nothing (0) through the lessons'
+    # planners' arena (60%) to the reference's (100%) on the graded cases; it scored 87.6
+    # when validity paid 0.7 of each case, 17 on a scale up to refcount's arena.
     report = check_planner(_stack, leaderboard=False, shrink=False)
     assert report.n_passed == report.total, report.summary()          # valid everywhere
     assert report.score <= TRIVIAL_MARK, report.summary()
@@ -191,12 +191,7 @@ def test_a_plan_that_reuses_nothing_scores_at_most_20(my_planner) -> None:
     assert check_planner(my_planner, leaderboard=False).score == 100
 
 
-def test_the_arena_share_is_linear_from_no_reuse_to_the_baseline() -> None:
-    from minigraph.grading.planner_grader import arena_share
-    assert arena_share(100, 100, 400) == arena_share(90, 100, 400) == 1.0
-    assert arena_share(400, 100, 400) == arena_share(500, 100, 400) == 0.0
-    assert arena_share(250, 100, 400) == 0.5
-    assert arena_share(100, 100, 100) == 1.0 and arena_share(120, 100, 100) == 0.0
+# A2's marks (no reuse, the lessons' planners, the reference): tests/test_grading_a2.py
 
 
 # A3's marks (constant, h_DTR, the library's heuristics): tests/test_grading_a3.py
@@ -829,7 +824,7 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
     # first is not caught, and still gains nothing: the checks run in the grader's process,
     # so it scores what the same planner scores honestly.
     from minigraph.grading.sandbox.command import main
-    scores = {}
+    scores, tests = {}, {}
     for stem, code in (("forged", FORGED_A2), ("bypass", BYPASS_A2), ("honest", HONEST_A2)):
         out = tmp_path / f"{stem}.json"
         rc = main(["a2", str(_submission(tmp_path, code, "py", stem)), "--quiet",
@@ -837,9 +832,13 @@ def test_forging_the_grader_gains_nothing_on_the_command_line(tmp_path, capsys) 
         assert rc == 1
         results = json.loads(out.read_text())
         scores[stem] = results["score"]
+        tests[stem] = [(t["name"], t["score"], t["output"]) for t in results["tests"]]
         _assert_gradescope_format(results)
     assert scores["forged"] == 0
-    assert 0 < scores["bypass"] == scores["honest"] < 10
+    # All at offset 0 scores 0 (it fails every scored case: A2's checks-only cases that
+    # it passes are not scored); the bypass is judged case for case as the honest file.
+    assert scores["bypass"] == scores["honest"] < 10
+    assert tests["bypass"] == tests["honest"] and tests["honest"]
     printed = capsys.readouterr().out
     assert "changes minigraph itself" in printed and "the validator rejects the plan" in printed
 
@@ -990,7 +989,7 @@ def test_judge_agrees_with_the_validator(buffers) -> None:
     case = BufferCase("h", buffers)
     _, placement = plan_buffers(buffers, "refcount")
     res, _ = judge_plan(case, Outcome("ok", dict(placement.offsets)))
-    assert res.passed and res.points == 1.0
+    assert res.passed and 0.0 <= res.points <= 1.0
     zero = {b.id: 0 for b in buffers}
     try:
         validate_offsets(buffers, zero)

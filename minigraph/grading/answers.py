@@ -7,7 +7,8 @@ students' repository, where the grader has no reference solution to run.
 A1: every public and generated case of seed 0 - its fingerprint and the digest of the
 expected answer (`reference.answer_digest`: the copies, the hand-overs and the minimum
 cannot be read back); part B's cases also the digest of the copies alone
-(`reference.copies_digest`). A3: each public case's arena budget and the reference
+(`reference.copies_digest`). A2: each case's digest (`planner_grader.case_digest`) and
+the reference planner's arena (the target). A3: each public case's arena budget and the reference
 heuristic's compute overhead (the target). Run it after changing a case or a reference
 solution; tests/test_grading.py checks that the file is current.
 """
@@ -18,15 +19,16 @@ import json
 import sys
 
 from ..files import write_text
-from .cases import liveness_cases
+from .cases import liveness_cases, planner_cases
 from .heuristic_grader import budget_for, case_program, heuristic_cases, reference_overhead
 from .liveness_grader import case_key, expected
+from .planner_grader import case_digest, reference_arena
 from .reference import ANSWERS, answer_digest, copies_digest, reference_function
 
 
 def compute() -> dict:
     """The answers, from the reference solutions (which must be here)."""
-    if reference_function("a1") is None or reference_function("a3") is None:
+    if any(reference_function(a) is None for a in ("a1", "a2", "a3")):
         raise SystemExit("the reference solutions are not here: lessons/assignments/solutions/")
     a1 = {}
     for case in liveness_cases():
@@ -36,11 +38,12 @@ def compute() -> dict:
                                                              *handovers)}
         if case.inplace:
             a1[case.name]["copies"] = copies_digest(key, intervals)
+    a2 = {case.name: [case_digest(case), reference_arena(case)] for case in planner_cases()}
     a3 = {}
     for case in heuristic_cases():
         budget, _ = budget_for(case_program(case), case.ratio, case.ratio_of)
         a3[case.name] = [budget, reference_overhead(case)]
-    return {"a1": a1, "a3": a3}
+    return {"a1": a1, "a2": a2, "a3": a3}
 
 
 def text(answers: dict) -> str:

@@ -4,18 +4,37 @@ The student writes `fn(buffers) -> {buffer id: offset}` (a `Placement` is fine t
 Nothing they return is trusted: the validator (`validate_offsets`) decides whether the
 plan is safe, and where the buffers come from a graph, the graph is also RUN in one
 arena laid out by their offsets and its outputs compared bit for bit with a run that
-has no reuse at all. A valid plan is the gate; a case's point is a scale from the
-trivial answer to the work asked for, paid by its arena: nothing for one no smaller
-than a plan that reuses nothing (every buffer above the last: the sum of the sizes), all
-of it for one no larger than the baseline planner's (MXNet's refcount simulation
-[Chen 2016]), in proportion of the bytes saved in between; where no reuse is possible
-(every buffer alive with every other), a valid plan is the work and earns the point. So
-stacking every buffer scores 17 (those cases), not the 87.6 of a scale that paid 0.7 of
-each case for validity.
+has no reuse at all.
+
+A valid plan is the gate; a case's point is then a scale of its arena between three
+marks measured on the case (`marks`, `case_points`), linear in bytes between them: the
+trivial answer's, a plan that reuses nothing (every buffer above the last: the sum of the
+sizes; it or more earns 0), what the lessons show (the smaller arena of greedy by size,
+the notebook's hint - as the library's "greedy-size" breaks ties and as a student who
+keeps the list's order does (`hint_offsets`) - and of best fit, lesson 06's `greedy.py`
+and `bestfit.py`: `lesson_arena`, `LESSON_SHARE` = 60% of the case) and the target, the
+arena of the instructor's reference solution (lessons/assignments/solutions/a2.py: 100%).
+So typing in what a lesson shows earns at most 60, and the last 40 points pay for beating
+it. MXNet's refcount planner [Chen 2016], the old full-marks mark, is still shown.
+
+The graded cases are those where the reference is clearly better than the lessons'
+planners (`CLEAR`: an arena at least 2% smaller). Elsewhere (most graph cases, the edge
+cases, most random lists: there greedy by size or best fit already reaches the
+theoretical minimum or ties the reference) a public or generated case of the default
+set is a check only: a valid plan must be given, a failed one counts as a case with 0
+points, and a passed one is left out of the score (the report's note counts them) -
+scored, such a case would give a lesson's answer full marks. A private case that is not
+clear, a case passed in (`cases=`) that is not, or a case without the reference (the
+students' repository's private ones) runs from no reuse (0) to the target (100%, the
+lessons' arena where there is no reference) with no mark between, as in A3.
+The reference runs here where it is (`reference.reference_function`); in the students'
+repository its arenas on the public cases of seed 0 ship as numbers (answers.json, with a
+digest of the case's buffers), never its code.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -27,8 +46,10 @@ from ..memory.buffers import Buffer, arena_size, theoretical_minimum, validate_o
 from ..memory.liveness import liveness
 from ..memory.plan import MemoryPlan
 from ..memory.planners import PLANNERS, plan_buffers
+from ..memory.planners.greedy import place_in_order
 from ..runtime.executor import Executor
 from .cases import BufferCase, planner_cases, private_planner_cases
+from .reference import reference_function, shipped
 from .report import CaseResult, GradeReport, finish_report, geometric_mean, run_cases
 from .runner import (
     DEFAULT_TIME_LIMIT,
@@ -40,8 +61,10 @@ from .runner import (
     scaled,
 )
 
-VALID_POINTS = 0.0   # of a case's point for a valid plan alone: validity is the gate
-BASELINE = "refcount"
+BASELINE = "refcount"     # MXNet's planner [Chen 2016]: shown beside each arena
+LESSON_PLANNERS = ("greedy-size", "bestfit")   # the notebook's hint; lesson 06's modules
+LESSON_SHARE = 0.6        # of a case's point for the lessons' arena (issue 50)
+CLEAR = 0.98              # the reference's arena <= this x the lessons': a 3-mark scale
 
 
 @one_blas_thread()
@@ -57,21 +80,54 @@ def check_planner(fn: Callable, *, cases: Sequence[BufferCase] | None = None,
     runs in a child process with `time_limit` seconds (default `DEFAULT_TIME_LIMIT` x
     `time_scale()`); BLAS runs on one thread (`one_blas_thread`). `fn` may be a
     `Submission` (a student's file in its own process); `progress` prints each case as
-    it is judged."""
+    it is judged. A valid plan's points: `case_points` on the case's `marks`; in the
+    default set, a public or generated case that is not `clear` is a check only (left
+    out of the score when passed, 0 points when failed)."""
     if time_limit is None:
         time_limit = scaled(DEFAULT_TIME_LIMIT)
+    library_planners()   # import every planner module once, before any fork
+    gate_only = cases is None        # the default set: unclear cases are checks only
     if cases is None:
         cases = planner_cases(seed) + private_planner_cases(private)
-    library_planners()   # import every planner module once, before any fork
     base = {c.name: _library_arena(baseline, c) for c in cases}
+    scale = {c.name: marks(c) for c in cases}    # before any run of the student's
     results, outcomes, status = run_cases(
         cases, lambda case: _run(fn, case.buffers, time_limit, mode),
-        lambda case, out: judge_plan(case, out, base[case.name], baseline, execute)[0],
+        lambda case, out: judge_plan(case, out, base[case.name], baseline, execute,
+                                     scale[case.name])[0],
         max_timeouts, progress)
+    checks = [r.name for r in results if gate_only and r.passed and r.source != "private"
+              and not scale[r.name]["clear"]]
+    if gate_only and len(checks) < len(results):
+        keep = [k for k, r in enumerate(results) if r.name not in checks]
+        cases = [cases[k] for k in keep]
+        results = [results[k] for k in keep]
+        outcomes = [outcomes[k] for k in keep if k < len(outcomes)]
+    else:
+        checks = []
     report = GradeReport(
         "A2 planner", results, status,
-        scoring=f"per valid case, the share of the bytes from no reuse (the sum of the "
-                f"sizes) down to {baseline}'s arena that your arena saves")
+        scoring=f"per valid case, a scale of its arena, linear in bytes: no reuse (the sum "
+                f"of the sizes) 0%, the lessons' planners' (the best of greedy by size, "
+                f"the hint, and best fit) {LESSON_SHARE:.0%}, the target's (the "
+                "reference solution's) or less 100%")
+    if checks:
+        report.notes.append(f"{len(checks)} more cases passed as checks only (a valid plan "
+                            "is asked; not scored: there the reference is not clearly "
+                            "better than the lessons' planners): " + ", ".join(checks[:4])
+                            + (", ..." if len(checks) > 4 else ""))
+    unclear = [c.name for c in cases if not scale[c.name]["clear"]
+               and (not gate_only or c.source == "private")]
+    if unclear:
+        report.notes.append(f"on {', '.join(unclear[:6])}{', ...' if len(unclear) > 6 else ''}"
+                            " the target is not clearly below the lessons' planners' "
+                            "arena: there the scale runs from no reuse (0%) to the target "
+                            "(100%), with no 60% mark between")
+    fallback = [n for n, m in scale.items() if m["whose"] != "reference"]
+    if fallback:
+        report.notes.append(f"the target of {', '.join(fallback[:6])}"
+                            f"{', ...' if len(fallback) > 6 else ''} is the lessons' "
+                            "planners' arena: the reference solution is not here")
     if finish_report(report, cases, results, outcomes,
                      lambda case, out: _reproducer(fn, case, out, time_limit, mode, shrink)):
         return report
@@ -107,9 +163,10 @@ def parse_offsets(value: Any) -> tuple[dict[Hashable, int] | None, str]:
 
 
 def judge_plan(case: BufferCase, out: Outcome, base_arena: int | None = None,
-               baseline: str = BASELINE, execute: bool = True
-               ) -> tuple[CaseResult, dict | None]:
-    """Score one answer: validity (the validator, then re-execution), then its arena."""
+               baseline: str = BASELINE, execute: bool = True,
+               scale: dict[str, Any] | None = None) -> tuple[CaseResult, dict | None]:
+    """Score one answer: validity (the validator, then re-execution), then its arena on
+    the case's `marks` (`scale`; measured here when not given)."""
     def fail(msg: str) -> tuple[CaseResult, None]:
         return CaseResult(case.name, case.source, False, 0.0, msg, out.seconds,
                           printed=out.printed), None
@@ -129,27 +186,112 @@ def judge_plan(case: BufferCase, out: Outcome, base_arena: int | None = None,
             return fail(problem)
     arena = arena_size(case.buffers, offsets)
     minimum = theoretical_minimum(case.buffers)
-    base_arena = arena if base_arena is None else base_arena
-    eff = arena_share(arena, base_arena, sum(b.size for b in case.buffers))
+    base_arena = _library_arena(baseline, case) if base_arena is None else base_arena
+    m = marks(case) if scale is None else scale
+    points = case_points(arena, m)
     metrics = {"arena": arena, "minimum": minimum, baseline: base_arena,
+               "lessons": m["lesson"], "target": m["target"],
                "ratio": arena / minimum if minimum else 1.0}
     if case.known_optimum is not None:
         metrics["optimum"] = case.known_optimum
-    msg = "" if eff >= 1.0 else (f"valid, but the arena {arena} B is larger than "
-                                 f"{baseline}'s {base_arena} B")
-    return CaseResult(case.name, case.source, True, VALID_POINTS + (1 - VALID_POINTS) * eff,
-                      msg, out.seconds, metrics), offsets
+    msg = "" if points >= 1.0 else (f"valid, but the arena {arena} B is larger than the "
+                                    f"target's {m['target']} B (the lessons' planners: "
+                                    f"{m['lesson']} B)")
+    return CaseResult(case.name, case.source, True, points, msg, out.seconds, metrics), \
+        offsets
 
 
-def arena_share(arena: int, base_arena: int, no_reuse: int) -> float:
-    """The arena's share of its case's point: 1 at or below the baseline's arena, 0 at or
-    above `no_reuse` (the arena of a plan that reuses nothing), linear in between; where
-    reuse cannot beat stacking (no_reuse <= the baseline), 1 for a valid plan."""
-    if arena <= base_arena:
+# ---------------------------------------------------------------------------------------
+# The scale: no reuse, the lessons' planners, the reference
+# ---------------------------------------------------------------------------------------
+
+_reference_cache: dict[tuple[str, int], int | None] = {}
+
+
+def case_digest(case: BufferCase) -> str:
+    """A digest of a case's buffers and alignment (answers.json: a case changed since its
+    target was shipped gets no old number)."""
+    text = f"{_fingerprint(case)}/{case.alignment}"
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def reference_arena(case: BufferCase) -> int | None:
+    """The reference solution's arena on the case (None where its plan is not valid);
+    cached. Raises LookupError where the reference is not here."""
+    ref = reference_function("a2")
+    if ref is None:
+        raise LookupError("no reference solution")
+    key = (_fingerprint(case), case.alignment)
+    if key not in _reference_cache:   # trusted: run here, no child process
+        out = run_case(ref, (list(case.buffers),), mode="inline")
+        offsets, problem = parse_offsets(out.value) if out.ok else (None, "failed")
+        problem = problem or validity_problem(case, offsets)
+        _reference_cache[key] = None if problem else arena_size(case.buffers, offsets)
+    return _reference_cache[key]
+
+
+def target(case: BufferCase) -> tuple[int, str]:
+    """(the arena a case's full marks ask for, whose it is): the reference solution's -
+    run here where it is, else its number for a case of seed 0, shipped in answers.json
+    (with the case's digest) - or the lessons' planners' where neither is there."""
+    try:
+        mine = reference_arena(case)
+    except LookupError:
+        given = shipped().get("a2", {}).get(case.name) if case.source != "private" else None
+        mine = given[1] if given is not None and given[0] == case_digest(case) else None
+    if mine is not None:
+        return mine, "reference"
+    return lesson_arena(case), "lessons"
+
+
+def hint_offsets(buffers: Sequence[Buffer]) -> list[int]:
+    """The notebook's hint as a student types it in: largest first (ties in the list's
+    order, as Python's `sorted` keeps them), each at the lowest offset free over its life
+    (`greedy.place_in_order`; the library's "greedy-size" breaks ties by lifetime)."""
+    return place_in_order(buffers, sorted(range(len(buffers)), key=lambda i: -buffers[i].size))
+
+
+def lesson_arena(case: BufferCase) -> int:
+    """The smallest arena of `LESSON_PLANNERS` and of the hint as written
+    (`hint_offsets`)."""
+    shown = [a for a in (_library_arena(p, case) for p in LESSON_PLANNERS) if a is not None]
+    hint = hint_offsets(case.buffers)
+    shown.append(arena_size(case.buffers, {b.id: o for b, o in zip(case.buffers, hint)}))
+    return min(shown)
+
+
+def marks(case: BufferCase) -> dict[str, Any]:
+    """The scale's marks on a case (arenas, bytes): "zero" (no reuse: the sum of the
+    sizes), "lesson" (`lesson_arena`), "target" and whose it is (`target`), and "clear":
+    whether the target is at most `CLEAR` x the lesson's, so that the case has three
+    marks."""
+    goal, whose = target(case)
+    lesson = lesson_arena(case)
+    clear = whose == "reference" and goal < lesson and goal <= CLEAR * lesson
+    return {"zero": sum(b.size for b in case.buffers), "lesson": lesson, "target": goal,
+            "whose": whose, "clear": clear}
+
+
+def case_points(arena: int, m: dict[str, Any]) -> float:
+    """A valid plan's share of its case, from its arena and the case's `marks`, linear
+    in bytes: 1 at or below the target; where the case is `clear`, LESSON_SHARE at the
+    lessons' arena and in proportion between it and the target; 0 at or above no reuse's,
+    in proportion up to the lessons' arena (or, on a case that is not clear, up to the
+    target). Where no reuse is possible (no reuse's arena at or below the target), a
+    valid plan no larger than no reuse's earns the point."""
+    zero, goal = m["zero"], m["target"]
+    if arena <= goal:
         return 1.0
-    if no_reuse <= base_arena:
-        return 1.0 if arena <= no_reuse else 0.0
-    return max(0.0, (no_reuse - arena) / (no_reuse - base_arena))
+    if zero <= goal:
+        return 1.0 if arena <= zero else 0.0
+    if arena >= zero:
+        return 0.0
+    lesson = m["lesson"]
+    if not m["clear"] or not goal < lesson < zero:
+        return (zero - arena) / (zero - goal)
+    if arena <= lesson:
+        return LESSON_SHARE + (1 - LESSON_SHARE) * (lesson - arena) / (lesson - goal)
+    return LESSON_SHARE * (zero - arena) / (zero - lesson)
 
 
 def validity_problem(case: BufferCase, offsets: dict) -> str:

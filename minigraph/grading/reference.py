@@ -1,15 +1,16 @@
 """The instructor's reference solutions: where they are, and loading one to grade with.
 
-A1's expected answers and A3's target overheads come from the reference solutions of
-`lessons/assignments/solutions/`, which the students' repository does not have
-(`course/student_repo.py`). Where they are (the instructor's checkout, nbgrader's course,
-Gradescope's autograder) the grader runs them, in its own process (they are trusted), on
-every case, private ones included. Where they are not, the grader uses what they gave on
-the public cases, shipped with the package (`answers.json`, written by `answers`); the
-private cases are graded where the instructor is. A1's answers ship only as a digest
-(`answer_digest`; in part B also one of the copies alone, `copies_digest`), never
-readable: a submission that looks them up finds nothing to copy. A3's ship as numbers
-(each case's budget and the target's overhead): a target is no answer.
+A1's expected answers, A2's target arenas and A3's target overheads come from the
+reference solutions of `lessons/assignments/solutions/`, which the students' repository
+does not have (`course/student_repo.py`). Where they are (the instructor's checkout,
+nbgrader's course, Gradescope's autograder) the grader runs them, in its own process
+(they are trusted), on every case, private ones included. Where they are not, the grader
+uses what they gave on the public cases, shipped with the package (`answers.json`,
+written by `answers`); the private cases are graded where the instructor is. A1's answers
+ship only as a digest (`answer_digest`; in part B also one of the copies alone,
+`copies_digest`), never readable: a submission that looks them up finds nothing to copy.
+A2's ship as numbers (each case's digest and the target's arena), A3's too (each case's
+budget and the target's overhead): a target is no answer.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ ANSWERS = Path(__file__).with_name("answers.json")
 
 @functools.cache
 def shipped() -> dict:
-    """answers.json: {"a1": {case name: {"key", "digest"} (part B: and "copies")}, "a3":
-    {case name: [budget, overhead]}}; empty where it is missing."""
+    """answers.json: {"a1": {case name: {"key", "digest"} (part B: and "copies")}, "a2":
+    {case name: [digest, arena]}, "a3": {case name: [budget, overhead]}}; empty where it
+    is missing."""
     if not ANSWERS.is_file():
         return {}
     return json.loads(ANSWERS.read_text(encoding="utf-8"))

@@ -10,7 +10,7 @@
 #   *theoretical minimum* - the most bytes alive at one step - is a lower bound no plan
 #   of that schedule can beat.
 # * MXNet [Chen 2016] plans by simulating reference counters with a free pool; it is the
-#   library's `refcount` planner, the baseline you are scored against.
+#   library's `refcount` planner, shown beside your arena.
 # * Chainer-Opt [Sekiyama 2018] casts the problem as 2D strip packing - the Dynamic Storage
 #   Allocation problem (DSA), NP-hard: time on x, bytes on y, each buffer a rectangle
 #   fixed in x that you may only slide up or down. Chainer-Opt's best-fit offset heuristic,
@@ -24,10 +24,16 @@
 # (`minigraph.memory.validate_offsets`) decides whether a plan is safe, and where the
 # buffers come from a graph, the graph is *run* in one arena laid out by your offsets and
 # its outputs compared bit for bit with a run without reuse. A valid plan is the gate; a
-# case then pays for the bytes your arena saves: nothing for a plan that reuses nothing
-# (every buffer stacked above the last), all of it for an arena no larger than the
-# `refcount` planner's, in proportion in between. A leaderboard compares your arena with every planner of the
-# library, as a ratio to the theoretical minimum.
+# case then pays for its arena on a scale with three marks, in bytes: nothing for a plan
+# that reuses nothing (every buffer stacked above the last), 60% for the arena of what
+# the lessons show (the better of greedy by size - the hint below - and lesson 06's best
+# fit), all of it for the arena of your instructor's reference planner, in proportion in
+# between. The scored cases are those where the reference beats the lessons' planners
+# by at least 2%; on the others a valid plan is asked, and a failed one costs a case. So
+# the hint, typed in, earns at most the 60% mark of each scored case; the last 40% pay
+# for beating it. A
+# leaderboard compares your arena with every planner of the library, as a ratio to the
+# theoretical minimum.
 
 # %% nbgrader={"grade": false, "grade_id": "imports", "locked": true, "schema_version": 3, "solution": false}
 import sys
@@ -84,7 +90,11 @@ except PlanError as e:
 #
 # Fill in `my_planner`. A good start: place the largest buffers first, each at the lowest
 # offset where it does not overlap (in bytes) any already placed buffer that is alive at
-# some common step. Run the cell after it too: it lets a grader swap in another file.
+# some common step. That keeps the one invariant every plan needs - two buffers alive at
+# one step never share a byte - and earns up to the 60% mark. It is one *order* decoded
+# by one rule: where it leaves holes (the check's report says which cases, and by how
+# much), ask what else you could change, and keep whatever gives the smaller arena. Run
+# the cell after it too: it lets a grader swap in another file.
 
 # %% tags=["solution"] nbgrader={"grade": false, "grade_id": "my_planner", "locked": false, "schema_version": 3, "solution": true}
 def my_planner(buffers):
