@@ -70,8 +70,8 @@ def a2_rows() -> dict[str, str]:
     def score(fn) -> str:
         return check_planner(fn, leaderboard=False, shrink=False, progress=False).score_text
     return {"honest": score(ref),
-            "shown": f"the notebook's hint typed in {score(t.hint_typed_in)}; its "
-                     f"stack-everything plan {score(t.stack_them_all)}",
+            "shown": f"the notebook's hint typed in {score(t.hint)}; its "
+                     f"stack-everything plan {score(t.stack)}",
             "trivial": f"all at offset 0 {score(lambda bufs: {b.id: 0 for b in bufs})}",
             "package": f"a call of plan_buffers {_sandboxed('a2', LIBRARY['a2'])}"}
 
