@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from partial_answers import A1_PARTIAL, A2_HINT
 
 from minigraph.grading.sandbox import isolation
 
@@ -38,53 +39,6 @@ def _kit_module(name: str):
 make_zip = _kit_module("make_zip")
 
 #: Partly right answers, one per assignment, and where a student's upload puts them.
-OWN_A1 = '''import numpy as np
-
-
-def my_liveness(graph, schedule, alignment=512):
-    """Right rules, but no rounding up to the alignment: only small alignments pass.
-    (The library's own liveness is refused: tests/test_sandbox_imports.py.)"""
-    last = len(schedule) - 1
-    lives = {n: [[0, last]] if t.producer is None else [] for n, t in graph.tensors.items()}
-    for k, name in enumerate(schedule):
-        node = graph.node(name)
-        for i in node.inputs:
-            lives[i][-1][1] = max(lives[i][-1][1], k)
-        for o in node.outputs:
-            lives[o].append([k, k])
-    for o in graph.outputs:
-        lives[o][-1][1] = last
-    out = {}
-    for n, t in graph.tensors.items():
-        nbytes = 0 if t.alias_of else int(np.prod(t.shape)) * np.dtype(t.dtype).itemsize
-        out[n] = [(s, e, nbytes) for s, e in lives[n]]
-    alive = [0] * (len(schedule) + 1)
-    for n, t in graph.tensors.items():
-        if t.kind in ("activation", "gradient") and n not in graph.outputs:
-            for s, e, b in out[n]:
-                alive[s] += b
-                alive[e + 1] -= b
-    best = run = 0
-    for d in alive:
-        run += d
-        best = max(best, run)
-    return out, best
-'''
-GREEDY_A2 = '''def my_planner(buffers):
-    """The notebook's hint: largest first, each at the lowest gap (about 60 points)."""
-    offsets, placed = {}, []
-    for b in sorted(buffers, key=lambda b: -b.size):
-        busy = sorted((o, o + p.size) for p, o in placed
-                      if p.start <= b.end and b.start <= p.end)
-        offset = 0
-        for lo, hi in busy:
-            if offset + b.size <= lo:
-                break
-            offset = max(offset, hi)
-        offsets[b.id] = offset
-        placed.append((b, offset))
-    return offsets
-'''
 SHOWN_A3 = '''import math
 
 
@@ -106,9 +60,9 @@ def _notebook_with(code: str, name: str) -> str:
 
 #: assignment -> {path under submission/: content}: what the student handed in
 SUBMISSIONS = {
-    "a1": {"lessons/assignments/A1_liveness.ipynb": _notebook_with(OWN_A1, "A1_liveness.ipynb"),
+    "a1": {"lessons/assignments/A1_liveness.ipynb": _notebook_with(A1_PARTIAL, "A1_liveness.ipynb"),
            "README.md": "my repository\n", "notes.py": "x = 1\n"},
-    "a2": {"planner.py": GREEDY_A2},
+    "a2": {"planner.py": A2_HINT},
     "a3": {"heuristic.py": SHOWN_A3},
 }
 

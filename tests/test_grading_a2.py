@@ -18,6 +18,7 @@ prints them, from the grader's runs):
 from __future__ import annotations
 
 import pytest
+from partial_answers import A2_HINT  # noqa: E402
 
 from minigraph.grading import check_planner
 from minigraph.grading import planner_grader as pg
@@ -41,21 +42,11 @@ def stack(buffers):
     return offsets
 
 
-def hint(buffers):
-    """The notebook's hint, typed in: the largest first, each at the lowest offset where it
-    overlaps no placed buffer alive at a common step."""
-    offsets, placed = {}, []
-    for b in sorted(buffers, key=lambda b: -b.size):
-        busy = sorted((o, o + p.size) for p, o in placed
-                      if p.start <= b.end and b.start <= p.end)
-        offset = 0
-        for lo, hi in busy:
-            if offset + b.size <= lo:
-                break
-            offset = max(offset, hi)
-        offsets[b.id] = offset
-        placed.append((b, offset))
-    return offsets
+#: The notebook's hint, typed in: the largest first, each at the lowest offset where it
+#: overlaps no placed buffer alive at a common step (the text the course tests hand in).
+_HINT: dict = {}
+exec(A2_HINT, _HINT)
+hint = _HINT["my_planner"]
 
 
 def library(name):
