@@ -355,7 +355,9 @@ def test_a_submission_cannot_read_the_private_cases_the_course_or_git(tmp_path,
                                  "--private", str(private))
     sub = _write(tmp_path, ATTACK_SECRETS, PATHS=paths)
     rc, printed, report, _ = _command(tmp_path, sub, "--private", str(private))
-    assert report["score"] == plain["score"] < 10 and rc == 1, printed
+    # The plain plan earns little (23.1 here: the one-buffer private case, where no reuse is
+    # possible, pays in full); reading the secrets earns nothing more.
+    assert report["score"] == plain["score"] < 50 and rc == 1, printed
 
 
 # ---------------------------------------------------------------------------------------
