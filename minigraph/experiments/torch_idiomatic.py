@@ -153,7 +153,8 @@ def idiomatic_module(model: Model) -> Any:
     else:
         raise ValueError(f"no idiomatic PyTorch module for model {model.name!r}")
     with torch.no_grad():
-        for dst, src in zip(module.parameters(), _minigraph_order(model, feeds), strict=True):
+        layout = minigraph_layout(model, feeds).values()
+        for dst, src in zip(module.parameters(), layout, strict=True):
             if tuple(dst.shape) != src.shape:
                 raise ValueError(f"{model.name}: parameter shape {tuple(dst.shape)} against "
                                  f"minigraph's {src.shape}")
@@ -161,22 +162,21 @@ def idiomatic_module(model: Model) -> Any:
     return module
 
 
-def _minigraph_order(model: Model, feeds: dict) -> list[np.ndarray]:
-    """minigraph's parameters laid out as the module's `parameters()`: nn.Linear keeps
-    [out, in] where minigraph keeps [in, out]; nanoGPT fuses q, k, v into one matrix."""
-    names, out = list(model.params), []
-    i = 0
+def minigraph_layout(model: Model, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """minigraph's parameter `values` laid out as the module's `parameters()`, in that
+    order: nn.Linear keeps [out, in] where minigraph keeps [in, out]; nanoGPT fuses q, k, v
+    into one matrix (named `..._qkv_w`, `..._qkv_b`); every other name is minigraph's."""
+    names, out, i = list(model.params), {}, 0
     while i < len(names):
-        n, v = names[i], feeds[names[i]]
+        n, v = names[i], values[names[i]]
         if n.endswith("_q_w"):                       # q, k, v weights and biases, fused
-            w = [feeds[names[i + j]] for j in (0, 2, 4)]
-            b = [feeds[names[i + j]] for j in (1, 3, 5)]
-            out += [np.concatenate(w, axis=1).T, np.concatenate(b)]
+            stem = n[:-4]
+            out[f"{stem}_qkv_w"] = np.concatenate(
+                [values[names[i + j]] for j in (0, 2, 4)], axis=1).T
+            out[f"{stem}_qkv_b"] = np.concatenate([values[names[i + j]] for j in (1, 3, 5)])
             i += 6
             continue
-        if v.ndim == 2 and (n.startswith("W") or n.endswith("_w")):
-            v = v.T
-        out.append(v)
+        out[n] = v.T if v.ndim == 2 and (n.startswith("W") or n.endswith("_w")) else v
         i += 1
     return out
 
@@ -273,25 +273,4 @@ def loss_and_updated(model: Model, variant: str) -> tuple[float, dict[str, np.nd
     step = training_step(module, model.lr, variant)
     step(*batch)
     return loss, {n: p.detach().numpy() for n, p in zip(
-        _layout_names(model), module.parameters(), strict=True)}
-
-
-def _layout_names(model: Model) -> list[str]:
-    """The name each module parameter has in `_minigraph_order` (a fused q/k/v as `..._qkv_w`
-    and `..._qkv_b`)."""
-    names, out, i = list(model.params), [], 0
-    while i < len(names):
-        if names[i].endswith("_q_w"):
-            stem = names[i][:-4]
-            out += [f"{stem}_qkv_w", f"{stem}_qkv_b"]
-            i += 6
-        else:
-            out.append(names[i])
-            i += 1
-    return out
-
-
-def minigraph_layout(model: Model, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """minigraph's parameter `values` in the module's layout and names (`_layout_names`)."""
-    fake = type("M", (), {"params": model.params})()
-    return dict(zip(_layout_names(model), _minigraph_order(fake, values), strict=True))
+        minigraph_layout(model, model.feeds(0)), module.parameters(), strict=True)}
