@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from partial_answers import stack
 
 from minigraph.grading import (
     check_heuristic,
@@ -170,20 +171,11 @@ def test_the_librarys_liveness_scores_below_the_stated_mark(my_liveness) -> None
 TRIVIAL_MARK = 20        # issue 50: the trivial answer scores at most this
 
 
-def _stack(buffers):
-    """The notebook's "wasteful" plan: every buffer above the last, nothing reused."""
-    offsets, top = {}, 0
-    for b in buffers:
-        offsets[b.id] = top
-        top += b.size
-    return offsets
-
-
 def test_a_plan_that_reuses_nothing_scores_at_most_20(my_planner) -> None:
     # A2's score is a scale from the plan that reuses nothing (0) through the lessons'
     # planners' arena (60%) to the reference's (100%) on the graded cases; it scored 87.6
     # when validity paid 0.7 of each case, 17 on a scale up to refcount's arena.
-    report = check_planner(_stack, leaderboard=False, shrink=False)
+    report = check_planner(stack, leaderboard=False, shrink=False)
     assert report.n_passed == report.total, report.summary()          # valid everywhere
     assert report.score <= TRIVIAL_MARK, report.summary()
     assert all(c.points == 0 or c.metrics["arena"] <= c.metrics["refcount"]
