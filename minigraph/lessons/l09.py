@@ -22,20 +22,26 @@ PREFIX = [("alloc", "a", 8 * MiB), ("alloc", "b", 8 * MiB), ("alloc", "c", 2 * M
 MAX_EVENTS_1 = 8
 
 
-def exercise_1(trace: Any) -> tuple[bool, str]:
-    """Right when best fit reserves less than first fit on the student's short trace."""
-    if not isinstance(trace, (list, tuple)) or len(trace) > MAX_EVENTS_1:
-        return False, f"TRACE_1 must be a list of at most {MAX_EVENTS_1} events"
+def reserves_less(trace: Any, better: tuple[str, str], worse: tuple[str, str],
+                  max_events: int, hint: str) -> tuple[bool, str]:
+    """Right when allocator `better` reserves less than `worse` on the student's short
+    trace (each an (allocator, name to print) pair); wrong answers get `hint`."""
+    if not isinstance(trace, (list, tuple)) or len(trace) > max_events:
+        return False, f"TRACE_1 must be a list of at most {max_events} events"
     try:
-        bf = replay_allocator(trace, "best-fit").peak_reserved
-        ff = replay_allocator(trace, "first-fit").peak_reserved
+        low = replay_allocator(trace, better[0]).peak_reserved
+        high = replay_allocator(trace, worse[0]).peak_reserved
     except MinigraphError as e:
         return False, f"the trace does not replay: {e}"
-    sizes = f"best fit {bf / MiB:g} MiB, first fit {ff / MiB:g} MiB"
-    if bf < ff:
-        return True, sizes
-    return False, (f"{sizes}: leave two holes of different sizes, then ask for the small "
-                   "size and then for the large one")
+    sizes = f"{better[1]} {low / MiB:g} MiB, {worse[1]} {high / MiB:g} MiB"
+    return (True, sizes) if low < high else (False, f"{sizes}: {hint}")
+
+
+def exercise_1(trace: Any) -> tuple[bool, str]:
+    """Right when best fit reserves less than first fit on the student's short trace."""
+    return reserves_less(trace, ("best-fit", "best fit"), ("first-fit", "first fit"),
+                         MAX_EVENTS_1, "leave two holes of different sizes, then ask for "
+                         "the small size and then for the large one")
 
 
 def _after_prefix() -> CachingAllocator:

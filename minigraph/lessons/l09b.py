@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import MinigraphError
 from ..memory.online import MiB, replay_allocator
+from .l09 import reserves_less
 
 MAX_EVENTS_1 = 6
 
@@ -18,19 +19,11 @@ ONE_21 = [("alloc", "t", 21 * MiB), ("free", "t", 0)]
 
 def exercise_1(trace: Any) -> tuple[bool, str]:
     """Right when GMLake reserves less than `expandable-2m` on the student's short trace."""
-    if not isinstance(trace, (list, tuple)) or len(trace) > MAX_EVENTS_1:
-        return False, f"TRACE_1 must be a list of at most {MAX_EVENTS_1} events"
-    try:
-        gm = replay_allocator(trace, "gmlake").peak_reserved
-        ex = replay_allocator(trace, "expandable-2m").peak_reserved
-    except MinigraphError as e:
-        return False, f"the trace does not replay: {e}"
-    sizes = f"gmlake {gm / MiB:g} MiB, expandable-2m {ex / MiB:g} MiB"
-    if gm < ex:
-        return True, sizes
-    return False, (f"{sizes}: the expandable segment serves a large request from one free "
-                   "block or extends its end; GMLake may also use free bytes that lie "
-                   "apart. Leave such bytes, then ask for more than any one block holds")
+    return reserves_less(trace, ("gmlake", "gmlake"), ("expandable-2m", "expandable-2m"),
+                         MAX_EVENTS_1, "the expandable segment serves a large request from "
+                         "one free block or extends its end; GMLake may also use free bytes "
+                         "that lie apart. Leave such bytes, then ask for more than any one "
+                         "block holds")
 
 
 def exercise_2(answer: Any) -> tuple[bool, str]:
